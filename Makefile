@@ -1,0 +1,30 @@
+# make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
+#            build when the machine can build it, the npm one always)
+# make test  runs every test against the real interpreter
+GO ?= go
+BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
+
+.PHONY: all wasmpy interpreter test bench fuzz clean
+all: wasmpy interpreter
+
+wasmpy:
+	$(GO) build -o bin/wasmpy ./cmd/wasmpy
+
+# build.sh exits 3 when this host cannot build (no root, no apt): then the npm
+# interpreter, which `wasmpy setup` always installs, is what runs.
+interpreter: wasmpy
+	@assets/build/build.sh "$(BUILD_DIR)" || { rc=$$?; \
+	  if [ $$rc -eq 3 ]; then echo "make: cannot build the wasmpy interpreter here; using the npm interpreter"; \
+	  else exit $$rc; fi; }
+	bin/wasmpy setup
+
+test: all
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+
+bench: all
+	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wasmpy/wasmpy"
+)
+
+const maxInput = 64 << 20 // the most code or stdin wasmpy reads
+
+func execCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "exec",
+		Usage:     "run a Python script in the sandbox",
+		ArgsUsage: "[SCRIPT | -] [--] [ARGS...]",
+		Description: "Runs SCRIPT (a file; - reads the code from stdin; or -c CODE) in a fresh sandbox.\n" +
+			"Without --json, mirrors the script: its stdout, its stderr, its exit status.\n" +
+			"Sandbox outcomes exit with their own status: 120 internal, 121 memory,\n" +
+			"122 output, 123 fuel, 124 timeout; 2 is a usage error, 125 a wasmpy failure.",
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "c", Usage: "run `CODE` instead of a script"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the whole result"},
+			&cli.StringFlag{Name: "stdin", Usage: "give the script this `FILE` as stdin (- for wasmpy's own stdin); default: none"},
+			interpreterFlag, cacheFlag,
+		}, limitFlags()...),
+		Action: execAction,
+	}
+}
+
+func execAction(c *cli.Context) error {
+	job, err := execJob(c)
+	if err != nil {
+		return err
+	}
+	if job.Limits, err = limits(c); err != nil {
+		return err
+	}
+	sb, err := newSandbox(c, wasmpy.Config{})
+	if err != nil {
+		return err
+	}
+	defer sb.Close(c.Context)
+	res, err := sb.Run(c.Context, job)
+	if err != nil {
+		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	return report(c, res)
+}
+
+// execJob reads the code, the script's arguments and its stdin.
+func execJob(c *cli.Context) (wasmpy.Job, error) {
+	var job wasmpy.Job
+	args := c.Args().Slice()
+	switch code := c.String("c"); {
+	case c.IsSet("c"):
+		if code == "" {
+			return job, usageErr("-c: empty code")
+		}
+		job.Code, job.Filename = code, "<string>"
+	case len(args) == 0:
+		return job, usageErr("exec: no script: give a file, - for stdin, or -c CODE")
+	case args[0] == "-":
+		b, err := readAll(c.App.Reader, "stdin")
+		if err != nil {
+			return job, err
+		}
+		job.Code, job.Filename, args = string(b), "<stdin>", args[1:]
+	default:
+		b, err := readFile(args[0])
+		if err != nil {
+			return job, err
+		}
+		job.Code, job.Filename, args = string(b), args[0], args[1:]
+	}
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	job.Args = args
+	if job.Code == "" {
+		job.Code = "\n" // an empty script is valid Python: it does nothing
+	}
+	switch in := c.String("stdin"); in {
+	case "":
+	case "-":
+		if job.Filename == "<stdin>" {
+			return job, usageErr("--stdin -: stdin already holds the script")
+		}
+		b, err := readAll(c.App.Reader, "stdin")
+		if err != nil {
+			return job, err
+		}
+		job.Stdin = b
+	default:
+		b, err := readFile(in)
+		if err != nil {
+			return job, err
+		}
+		job.Stdin = b
+	}
+	return job, nil
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErr("%s: %v", path, unwrap(err))
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return nil, usageErr("%s: is a directory", path)
+	}
+	return readAll(f, path)
+}
+
+func readAll(r io.Reader, name string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err != nil {
+		return nil, usageErr("%s: %v", name, unwrap(err))
+	}
+	if len(b) > maxInput {
+		return nil, usageErr("%s: larger than %d MiB", name, maxInput>>20)
+	}
+	return b, nil
+}
+
+func unwrap(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// report prints a result: JSON, or mirrored as the script's own output.
+func report(c *cli.Context, res *wasmpy.Result) error {
+	w, ew := c.App.Writer, c.App.ErrWriter
+	if c.Bool("json") {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return err
+		}
+	} else {
+		io.WriteString(w, res.Stdout)
+		io.WriteString(ew, res.Stderr)
+		if e := res.Error; e != nil && e.Kind != wasmpy.KindException && e.Kind != wasmpy.KindSyntax && e.Kind != wasmpy.KindExit {
+			fmt.Fprintf(ew, "wasmpy: %s\n", e.Message)
+		}
+	}
+	if res.ExitCode != 0 {
+		return exitStatus(res.ExitCode)
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+// Package pyhost holds the guest-side Python of wasmpy: the runner that
+// executes one job inside the interpreter and the wasmpy module user code
+// imports. The files are plain Python, embedded here and handed to the
+// interpreter by the wasm package.
+package pyhost
+
+import (
+	_ "embed"
+	"encoding/json"
+)
+
+var (
+	//go:embed runner.py
+	runnerSource string
+	//go:embed wasmpy.py
+	wasmpySource string
+)
+
+// Bootstrap is the Python source that loads the runner as the module
+// _wasmpy_runner and builds the wasmpy module. With the wasmpy build it runs
+// once before the snapshot; then then is the entry point of each run.
+func Bootstrap(then string) string {
+	return "import sys, types\n" +
+		"_m = types.ModuleType('_wasmpy_runner')\n" +
+		"exec(compile(" + pyString(runnerSource) + ", '<wasmpy-runner>', 'exec'), _m.__dict__)\n" +
+		"sys.modules['_wasmpy_runner'] = _m\n" +
+		"_m.init(" + pyString(wasmpySource) + ")\n" +
+		"del _m, sys, types\n" + then
+}
+
+// RunMain is what each run of the wasmpy build executes.
+const RunMain = "__import__('_wasmpy_runner').main()\n"
+
+// CommandMain ends the bootstrap under a plain WASI build (python -c).
+const CommandMain = "__import__('_wasmpy_runner').command_main()\n"
+
+// pyString quotes s as a Python string literal: a JSON string is one.
+func pyString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

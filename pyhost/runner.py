@@ -1,0 +1,186 @@
+"""The guest side of one run: fetch the job, install the capabilities and the
+import policy, run the user's code as __main__, report how it ended.
+
+The host loads this file as the module _wasmpy_runner. With the wasmpy
+interpreter build it is loaded once, before the snapshot, and main() runs in
+every fresh instance; with a plain WASI build (no _wasmpy module) it is passed
+with `python -c` and the job arrives as argv[1].
+"""
+import builtins
+import json
+import os
+import sys
+import traceback
+import types
+
+try:
+    import _wasmpy  # the native host-call module of the wasmpy build
+except ImportError:
+    _wasmpy = None
+
+# The user's code may replace anything it can reach (json.dumps, sys.stderr,
+# builtins): the runner keeps its own references, taken before it runs.
+_orig_import = builtins.__import__
+_dumps, _loads = json.dumps, json.loads
+_exit = os._exit
+_format_exception = traceback.format_exception
+
+
+class _Transport:
+    """One host call: a JSON request, a JSON response."""
+
+    @staticmethod
+    def call(fn, args):
+        if _wasmpy is None:
+            raise _api.HostError(
+                "host capabilities need the wasmpy interpreter build, not this one")
+        try:
+            req = _dumps({"fn": fn, "args": args}, ensure_ascii=False,
+                         allow_nan=False).encode()
+        except (TypeError, ValueError) as e:
+            raise ValueError("%s: argument is not JSON-serializable: %s" % (fn, e)) from None
+        resp = _loads(_wasmpy.call(req))
+        err = resp.get("error")
+        if err is not None:
+            raise _api.exception_for(err.get("type", ""), err.get("message", ""))
+        return resp.get("ok")
+
+
+_api = None
+
+
+def init(wasmpy_source):
+    """Runs once per interpreter, before the snapshot (or before main)."""
+    global _api
+    _api = types.ModuleType("wasmpy")
+    _api.__dict__["_call"] = _Transport.call
+    exec(compile(wasmpy_source, "<wasmpy>", "exec"), _api.__dict__)
+    sys.modules["wasmpy"] = _api
+
+
+def _install(job):
+    names = job.get("capabilities") or []
+    for name in names:
+        fn = getattr(_api, name, None)
+        if fn is None:
+            fn = _api._generic(name)
+            setattr(_api, name, fn)
+        setattr(builtins, name, fn)
+    # Capabilities not granted to this run must not linger from the image.
+    for name in _api.BUILTIN_CAPABILITIES:
+        if name not in names:
+            if hasattr(builtins, name):
+                delattr(builtins, name)
+            setattr(_api, name, _api._refused(name))
+    allow = job.get("allow_imports")
+    if allow is not None:
+        _restrict_imports(set(allow) | {"wasmpy"})
+
+
+def _restrict_imports(allowed):
+    """Refuses imports the user's code makes of modules outside `allowed`.
+
+    Imports that allowed modules make internally are not checked: the policy
+    is about what the script asks for; the sandbox is the boundary."""
+
+    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and (globals or {}).get("__name__") == "__main__":
+            top = name.partition(".")[0]
+            if top not in allowed:
+                raise ImportError("import of %r is not allowed in this sandbox" % top,
+                                  name=top)
+        return _orig_import(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = guarded
+
+
+def _reseed():
+    # A snapshot freezes random's state: give every run its own.
+    rnd = sys.modules.get("random")
+    if rnd is not None:
+        rnd.seed()
+
+
+def _error_report(kind, exc, skip_frames):
+    """Describes exc for the host, without the runner's own frames."""
+    tb = exc.__traceback__
+    for _ in range(skip_frames):
+        if tb is not None:
+            tb = tb.tb_next
+    text = "".join(_format_exception(type(exc), exc, tb))
+    typ = type(exc)
+    if typ.__module__ in ("builtins", "__main__"):
+        name = typ.__qualname__
+    else:
+        name = typ.__module__ + "." + typ.__qualname__
+    report = {"status": kind, "type": name, "message": str(exc),
+              "traceback": text, "exit_code": 1}
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        report["line"] = exc.lineno
+        report["message"] = exc.msg
+    return report, text
+
+
+def _exit_code(code):
+    """Maps SystemExit's argument to a process status, as CPython does."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def run(job):
+    """Runs job["code"] as __main__ and returns the report (a dict)."""
+    sys.argv = list(job.get("argv") or ["<string>"])
+    filename = job.get("filename") or "<string>"
+    _install(job)
+    _reseed()
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    main.__file__ = filename
+    sys.modules["__main__"] = main
+    try:
+        code = compile(job["code"], filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as e:
+        report, text = _error_report("syntax", e, 1)
+        sys.__stderr__.write(text)
+        return report
+    try:
+        exec(code, main.__dict__)
+    except SystemExit as e:
+        status = _exit_code(e.code)
+        return {"status": "exit" if status else "ok", "exit_code": status}
+    except BaseException as e:
+        report, text = _error_report("exception", e, 1)
+        sys.__stderr__.write(text)
+        return report
+    return {"status": "ok", "exit_code": 0}
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+def main():
+    """Entry point of a run in the wasmpy build: job and report go over host calls."""
+    job = _Transport.call("_job", {})
+    report = run(job)
+    _flush()
+    _Transport.call("_report", report)
+
+
+def command_main():
+    """Entry point under a plain WASI build: job in argv[1], report on stderr."""
+    job = _loads(sys.argv[1])
+    report = run(job)
+    _flush()
+    # The host finds the report after the run's own nonce, the last line of stderr.
+    sys.__stderr__.write("\n" + job["nonce"] + _dumps(report) + "\n")
+    sys.__stderr__.flush()
+    _exit(report.get("exit_code", 0))

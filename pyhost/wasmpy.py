@@ -1,0 +1,127 @@
+"""wasmpy: what the sandbox host offers this program.
+
+The capabilities granted to a run are also builtins, so a script can call
+read_file(...) without importing anything. Each one is a host call: the
+program waits while the host does the work, then gets a value back or an
+ordinary Python exception.
+"""
+import base64 as _base64
+import json as _json
+
+# _call(fn, args) -> value is injected by the runner before this source runs.
+
+BUILTIN_CAPABILITIES = ("read_file", "write_file", "list_files", "search_files",
+                        "ask_llm", "submit_result")
+
+
+class HostError(Exception):
+    """The host could not do what was asked."""
+
+
+class LLMError(HostError):
+    """The LLM call failed (not configured, unreachable, or an error reply)."""
+
+
+class BudgetExceeded(HostError):
+    """The run has used up a per-run budget (LLM calls or tokens)."""
+
+
+class ResultError(HostError):
+    """submit_result refused the value (second call, schema mismatch, too big)."""
+
+
+_EXCEPTIONS = {
+    "ValueError": ValueError,
+    "TypeError": TypeError,
+    "PermissionError": PermissionError,
+    "FileNotFoundError": FileNotFoundError,
+    "IsADirectoryError": IsADirectoryError,
+    "UnicodeError": UnicodeError,
+    "UnicodeDecodeError": UnicodeError,
+    "OSError": OSError,
+    "HostError": HostError,
+    "LLMError": LLMError,
+    "BudgetExceeded": BudgetExceeded,
+    "ResultError": ResultError,
+}
+
+
+def exception_for(type_name, message):
+    """The exception the guest raises for a host error of class type_name."""
+    return _EXCEPTIONS.get(type_name, HostError)(message)
+
+
+def _str(name, value):
+    if not isinstance(value, str):
+        raise TypeError("%s must be str, not %s" % (name, type(value).__name__))
+    return value
+
+
+def read_file(path, binary=False):
+    """Returns the workspace file at path: str (UTF-8), or bytes if binary."""
+    value = _call("read_file", {"path": _str("path", path), "binary": bool(binary)})
+    return _base64.b64decode(value) if binary else value
+
+
+def write_file(path, data):
+    """Writes str (as UTF-8) or bytes to the workspace file at path."""
+    _str("path", path)
+    if isinstance(data, str):
+        args = {"path": path, "text": data}
+    elif isinstance(data, (bytes, bytearray, memoryview)):
+        args = {"path": path, "data": _base64.b64encode(bytes(data)).decode("ascii")}
+    else:
+        raise TypeError("data must be str or bytes, not %s" % type(data).__name__)
+    _call("write_file", args)
+
+
+def list_files(pattern="**"):
+    """Lists workspace paths matching a glob (** spans directories), sorted."""
+    return _call("list_files", {"pattern": _str("pattern", pattern)})
+
+
+def search_files(pattern, glob="**"):
+    """Finds lines matching a regular expression in workspace files.
+
+    Returns a list of {"path", "line", "text"} dicts."""
+    return _call("search_files", {"pattern": _str("pattern", pattern),
+                                  "glob": _str("glob", glob)})
+
+
+def ask_llm(prompt, system=None, model=None, temperature=None, max_tokens=None):
+    """Asks the configured LLM and returns its reply text."""
+    args = {"prompt": _str("prompt", prompt)}
+    if system is not None:
+        args["system"] = _str("system", system)
+    if model is not None:
+        args["model"] = _str("model", model)
+    if temperature is not None:
+        args["temperature"] = float(temperature)
+    if max_tokens is not None:
+        args["max_tokens"] = int(max_tokens)
+    return _call("ask_llm", args)
+
+
+def submit_result(value):
+    """Hands one JSON-serializable value back to the caller, once per run."""
+    try:
+        _json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ResultError("submit_result: value is not JSON-serializable: %s" % e) from None
+    _call("submit_result", {"value": value})
+
+
+def _generic(name):
+    """A wrapper for a capability an embedder added: keyword arguments only."""
+    def call(**kwargs):
+        return _call(name, kwargs)
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = "Host capability %r (keyword arguments only)." % name
+    return call
+
+
+def _refused(name):
+    def refused(*args, **kwargs):
+        raise PermissionError("capability %r is not granted to this run" % name)
+    refused.__name__ = refused.__qualname__ = name
+    return refused

@@ -1,0 +1,64 @@
+package wasmpy
+
+import (
+	"encoding/json"
+
+	"github.com/wasmpy/wasmpy/wasm"
+)
+
+// Error says why a run failed; Kind is one of the Kind constants.
+type Error = wasm.Failure
+
+// HostCall is one capability call a run made.
+type HostCall = wasm.HostCall
+
+// The kinds of Error: a closed set.
+const (
+	KindSyntax    = wasm.KindSyntax    // the code does not parse
+	KindException = wasm.KindException // an uncaught exception; Type names its class
+	KindExit      = wasm.KindExit      // sys.exit with a non-zero status
+	KindTimeout   = wasm.KindTimeout   // the wall-clock limit ran out
+	KindMemory    = wasm.KindMemory    // the memory limit was hit
+	KindOutput    = wasm.KindOutput    // stdout or stderr passed the output limit
+	KindFuel      = wasm.KindFuel      // the fuel budget ran out
+	KindInternal  = wasm.KindInternal  // the interpreter itself failed
+)
+
+// Result is the one record of a run, for Go callers and, as JSON, for
+// `wasmpy exec --json`, the HTTP service and provenance alike.
+type Result struct {
+	ExitCode        int             `json:"exit_code"`
+	Stdout          string          `json:"stdout"`
+	Stderr          string          `json:"stderr"`
+	StdoutTruncated bool            `json:"stdout_truncated"`
+	StderrTruncated bool            `json:"stderr_truncated"`
+	Result          json.RawMessage `json:"result"` // what the code passed to submit_result; null if nothing
+	Error           *Error          `json:"error"`  // nil when the run succeeded
+	DurationMS      float64         `json:"duration_ms"`
+	MemoryPeakBytes uint64          `json:"memory_peak_bytes"`
+	FuelUsed        uint64          `json:"fuel_used"`
+	HostCalls       []HostCall      `json:"host_calls"`
+}
+
+// OK reports whether the run succeeded.
+func (r *Result) OK() bool { return r.Error == nil }
+
+func newResult(out *wasm.Outcome) *Result {
+	calls := out.HostCalls
+	if calls == nil {
+		calls = []HostCall{}
+	}
+	return &Result{
+		ExitCode:        out.ExitCode,
+		Stdout:          string(out.Stdout),
+		Stderr:          string(out.Stderr),
+		StdoutTruncated: out.StdoutTruncated,
+		StderrTruncated: out.StderrTruncated,
+		Result:          json.RawMessage("null"),
+		Error:           out.Failure,
+		DurationMS:      float64(out.Duration.Microseconds()) / 1000,
+		MemoryPeakBytes: out.MemoryPeak,
+		FuelUsed:        out.FuelUsed,
+		HostCalls:       calls,
+	}
+}

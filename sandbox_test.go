@@ -1,0 +1,277 @@
+package wasmpy_test
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/scripts")
+
+// The tests run against the interpreter `make` installed (WASMPY_INTERPRETER
+// overrides it); one sandbox serves them all, as it would a real program.
+var (
+	sandboxOnce sync.Once
+	sandbox     *wasmpy.Sandbox
+	sandboxErr  error
+)
+
+func testSandbox(t testing.TB) *wasmpy.Sandbox {
+	t.Helper()
+	sandboxOnce.Do(func() {
+		sandbox, sandboxErr = wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")})
+	})
+	require.NoError(t, sandboxErr, "run `make` first to install the interpreter")
+	return sandbox
+}
+
+func run(t testing.TB, job wasmpy.Job) *wasmpy.Result {
+	t.Helper()
+	res, err := testSandbox(t).Run(context.Background(), job)
+	require.NoError(t, err)
+	return res
+}
+
+// golden is what a fixture's run must give.
+type golden struct {
+	ExitCode  int    `json:"exit_code"`
+	Stdout    string `json:"stdout"`
+	ErrorKind string `json:"error_kind,omitempty"`
+	ErrorType string `json:"error_type,omitempty"`
+}
+
+// TestScripts runs every testdata/scripts/*.py and compares with its .golden.
+func TestScripts(t *testing.T) {
+	t.Setenv("WASMPY_TEST_SECRET", "hunter2") // escape_env.py must not see it
+	scripts, err := filepath.Glob("testdata/scripts/*.py")
+	require.NoError(t, err)
+	require.NotEmpty(t, scripts)
+	for _, path := range scripts {
+		name := strings.TrimSuffix(filepath.Base(path), ".py")
+		t.Run(name, func(t *testing.T) {
+			code, err := os.ReadFile(path)
+			require.NoError(t, err)
+			job := wasmpy.Job{Code: string(code), Filename: filepath.Base(path), Args: []string{"one", "two"},
+				Limits: wasmpy.Limits{Memory: 64 << 20}}
+			if name == "stdin" {
+				job.Stdin = []byte("from the host")
+			}
+			res := run(t, job)
+			got := golden{ExitCode: res.ExitCode, Stdout: res.Stdout}
+			if res.Error != nil {
+				got.ErrorKind, got.ErrorType = res.Error.Kind, res.Error.Type
+			}
+			file := strings.TrimSuffix(path, ".py") + ".golden"
+			if *update {
+				b, _ := json.MarshalIndent(got, "", "  ")
+				require.NoError(t, os.WriteFile(file, append(b, '\n'), 0o644))
+				return
+			}
+			b, err := os.ReadFile(file)
+			require.NoError(t, err, "no golden file: run go test -run TestScripts -update")
+			var want golden
+			require.NoError(t, json.Unmarshal(b, &want))
+			require.Equal(t, want, got, "stderr: %s", res.Stderr)
+		})
+	}
+}
+
+func TestErrorReports(t *testing.T) {
+	res := run(t, wasmpy.Job{Code: "def f(x):\n    return 1 / x\nf(0)\n", Filename: "div.py"})
+	require.Equal(t, 1, res.ExitCode)
+	require.Equal(t, wasmpy.KindException, res.Error.Kind)
+	require.Equal(t, "ZeroDivisionError", res.Error.Type)
+	require.Equal(t, "division by zero", res.Error.Message)
+	require.Contains(t, res.Error.Traceback, `File "div.py", line 2, in f`)
+	require.NotContains(t, res.Error.Traceback, "wasmpy-runner", "runner frames leak into the traceback")
+	require.Contains(t, res.Stderr, "ZeroDivisionError: division by zero")
+
+	res = run(t, wasmpy.Job{Code: "x = 1\ny = (\n"})
+	require.Equal(t, wasmpy.KindSyntax, res.Error.Kind)
+	require.Equal(t, "SyntaxError", res.Error.Type)
+	require.Equal(t, 2, res.Error.Line)
+
+	res = run(t, wasmpy.Job{Code: "class Oops(Exception): pass\nraise Oops('custom')\n"})
+	require.Equal(t, "Oops", res.Error.Type)
+	require.Equal(t, "custom", res.Error.Message)
+
+	res = run(t, wasmpy.Job{Code: "import sys\nprint('bye')\nsys.exit('fatal: reason')\n"})
+	require.Equal(t, wasmpy.KindExit, res.Error.Kind)
+	require.Equal(t, 1, res.ExitCode)
+	require.Equal(t, "bye\n", res.Stdout)
+	require.Contains(t, res.Stderr, "fatal: reason")
+
+	res = run(t, wasmpy.Job{Code: "import sys\nsys.exit(0)\n"})
+	require.Nil(t, res.Error)
+}
+
+func TestResultJSON(t *testing.T) {
+	res := run(t, wasmpy.Job{Code: "print('hi')"})
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(b, &m))
+	for _, key := range []string{"exit_code", "stdout", "stderr", "stdout_truncated", "stderr_truncated",
+		"result", "error", "duration_ms", "memory_peak_bytes", "fuel_used", "host_calls"} {
+		require.Contains(t, m, key)
+	}
+	require.Nil(t, m["result"])
+	require.Nil(t, m["error"])
+	require.Equal(t, "hi\n", m["stdout"])
+	require.Greater(t, m["memory_peak_bytes"].(float64), float64(1<<20))
+}
+
+func TestTimeout(t *testing.T) {
+	for name, code := range map[string]string{
+		"busy loop": "while True:\n    pass\n",
+		"sleep":     "import time\ntime.sleep(60)\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			limit := 500 * time.Millisecond
+			start := time.Now()
+			res := run(t, wasmpy.Job{Code: code, Limits: wasmpy.Limits{Timeout: limit}})
+			took := time.Since(start)
+			require.Equal(t, wasmpy.KindTimeout, res.Error.Kind)
+			require.Equal(t, 124, res.ExitCode)
+			// Generous for a loaded machine: the point is that 60 s never happen.
+			require.Less(t, took, limit+5*time.Second)
+			t.Logf("overshoot %v", took-limit)
+		})
+	}
+}
+
+func TestContextCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+	_, err := testSandbox(t).Run(ctx, wasmpy.Job{Code: "while True: pass"})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestMemoryLimit(t *testing.T) {
+	for name, code := range map[string]string{
+		"one big allocation": "b = bytearray(1 << 30)\n",
+		"growing list":       "xs = []\nwhile True:\n    xs.append('x' * 4096)\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			limit := uint64(64 << 20)
+			res := run(t, wasmpy.Job{Code: code, Limits: wasmpy.Limits{Memory: limit, Timeout: 20 * time.Second}})
+			require.NotNil(t, res.Error)
+			require.Equal(t, wasmpy.KindMemory, res.Error.Kind, "stderr: %s", res.Stderr)
+			require.Equal(t, 121, res.ExitCode)
+			require.LessOrEqual(t, res.MemoryPeakBytes, limit)
+		})
+	}
+	// The host keeps nothing of the failed runs.
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	require.Less(t, ms.HeapAlloc, uint64(512<<20))
+}
+
+func TestOutputLimit(t *testing.T) {
+	res := run(t, wasmpy.Job{Code: "while True:\n    print('x' * 1000)\n", Limits: wasmpy.Limits{Output: 64 << 10}})
+	require.Equal(t, wasmpy.KindOutput, res.Error.Kind)
+	require.Equal(t, 122, res.ExitCode)
+	require.True(t, res.StdoutTruncated)
+	require.Len(t, res.Stdout, 64<<10)
+
+	res = run(t, wasmpy.Job{Code: "import sys\nwhile True:\n    sys.stderr.write('e' * 5000)\n", Limits: wasmpy.Limits{Output: 10000}})
+	require.Equal(t, wasmpy.KindOutput, res.Error.Kind)
+	require.True(t, res.StderrTruncated)
+	require.False(t, res.StdoutTruncated)
+}
+
+func TestFreshInstancePerRun(t *testing.T) {
+	sb := testSandbox(t)
+	ctx := context.Background()
+	first, err := sb.Run(ctx, wasmpy.Job{Code: `
+import builtins, json, sys
+LEAK = 1
+builtins.len = lambda x: 42
+json.dumps = None
+sys.modules["leaky"] = object()
+print("changed")
+`})
+	require.NoError(t, err)
+	require.Nil(t, first.Error, first.Stderr)
+	second, err := sb.Run(ctx, wasmpy.Job{Code: `
+import json, sys
+print("LEAK" in globals(), len("ab"), json.dumps([1]), "leaky" in sys.modules)
+`})
+	require.NoError(t, err)
+	require.Equal(t, "False 2 [1] False\n", second.Stdout, second.Stderr)
+}
+
+func TestRandomDiffersBetweenRuns(t *testing.T) {
+	code := "import random, os\nprint(random.random(), os.urandom(8).hex())"
+	a, b := run(t, wasmpy.Job{Code: code}), run(t, wasmpy.Job{Code: code})
+	require.Nil(t, a.Error, a.Stderr)
+	require.NotEqual(t, a.Stdout, b.Stdout)
+}
+
+func TestClock(t *testing.T) {
+	res := run(t, wasmpy.Job{Code: "import time\nprint(int(time.time()))"})
+	var guest int64
+	_, err := fmt.Sscan(res.Stdout, &guest)
+	require.NoError(t, err)
+	require.InDelta(t, time.Now().Unix(), guest, 60)
+}
+
+func TestConcurrentRuns(t *testing.T) {
+	sb := testSandbox(t)
+	var wg sync.WaitGroup
+	results := make([]*wasmpy.Result, 6)
+	errs := make([]error, len(results))
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = sb.Run(context.Background(), wasmpy.Job{
+				Code: fmt.Sprintf("import sys\nN = %d\nprint(sum(range(N * 1000)), sys.argv[1])", i), Args: []string{fmt.Sprint(i)}})
+		}()
+	}
+	wg.Wait()
+	for i, res := range results {
+		require.NoError(t, errs[i])
+		n := i * 1000
+		require.Equal(t, fmt.Sprintf("%d %d\n", n*(n-1)/2, i), res.Stdout)
+	}
+}
+
+func TestBadJobs(t *testing.T) {
+	sb := testSandbox(t)
+	_, err := sb.Run(context.Background(), wasmpy.Job{})
+	require.ErrorIs(t, err, wasmpy.ErrNoCode)
+	_, err = sb.Run(context.Background(), wasmpy.Job{Code: "pass", Limits: wasmpy.Limits{Timeout: -time.Second}})
+	require.ErrorContains(t, err, "negative timeout")
+	// A NUL byte in the source is the script's error, not the host's.
+	res := run(t, wasmpy.Job{Code: "print(1)\x00"})
+	require.Equal(t, wasmpy.KindSyntax, res.Error.Kind)
+}
+
+func TestCorruptInterpreter(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "interpreters", "npm-3.12.0", "python.wasm")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte("\x00asm not really"), 0o644))
+	_, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "npm", CacheDir: dir})
+	require.ErrorContains(t, err, "corrupt")
+
+	_, err = wasmpy.New(context.Background(), wasmpy.Config{Interpreter: filepath.Join(dir, "missing.wasm")})
+	require.ErrorContains(t, err, "no such file")
+
+	_, err = wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "npm", CacheDir: t.TempDir()})
+	require.ErrorContains(t, err, "not installed")
+}

@@ -1,0 +1,5 @@
+try:
+    b = bytearray(1 << 30)
+    print("ALLOCATED")
+except MemoryError:
+    print("caught MemoryError")

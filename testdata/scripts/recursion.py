@@ -1,0 +1,4 @@
+def down(n):
+    return down(n + 1)
+
+down(0)

@@ -1,0 +1,3 @@
+import sys
+print("héllo wörld ✓ 🐍")
+print("to stderr", file=sys.stderr)

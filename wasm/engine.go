@@ -1,0 +1,373 @@
+// Package wasm runs Python jobs in CPython compiled to WebAssembly, under
+// wazero: it compiles the interpreter once, starts every run in a fresh
+// instance with its own limits, and says how each run ended.
+//
+// It knows nothing of skills, LLMs or HTTP: capabilities arrive as a
+// hostfuncs.Table per run.
+//
+//	e, err := wasm.New(ctx, wasm.Config{Interpreter: interp, CacheDir: dir})
+//	defer e.Close(ctx)
+//	out, err := e.Run(ctx, &wasm.Run{Code: "print(6*7)"})
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"testing/fstest"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/pyhost"
+)
+
+// Defaults for the zero values of Run's limits.
+const (
+	DefaultMemoryLimit = 256 << 20
+	DefaultOutputLimit = 4 << 20
+)
+
+// Config says which interpreter an Engine runs.
+type Config struct {
+	Interpreter *assets.Interpreter
+	// CacheDir holds wazero's compiled code across processes; "" disables it.
+	CacheDir string
+}
+
+// Engine holds one compiled interpreter; it is safe for concurrent Runs.
+type Engine struct {
+	interp *assets.Interpreter
+	rt     wazero.Runtime
+	mod    wazero.CompiledModule
+	stdlib wazero.FSConfig
+
+	// The wasmpy build starts from image, the memory of an interpreter that
+	// has run its initialisation; runCode points at RunMain inside it.
+	image   []byte
+	runCode uint32
+}
+
+// New compiles the interpreter (or loads it from the cache) and, for the
+// wasmpy build, initialises it once to make the snapshot image.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Interpreter == nil {
+		return nil, errors.New("wasmpy: no interpreter")
+	}
+	// Debug info would have wazero parse DWARF for every trap and exit.
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithDebugInfoEnabled(false)
+	if cfg.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wasmpy: compilation cache: %w", err)
+		}
+		rc = rc.WithCompilationCache(cache)
+	}
+	e := &Engine{interp: cfg.Interpreter, rt: wazero.NewRuntimeWithConfig(ctx, rc)}
+	if err := e.start(ctx); err != nil {
+		e.rt.Close(ctx)
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Engine) start(ctx context.Context) error {
+	wasi := e.rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
+	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(wasi)
+	i32 := api.ValueTypeI32
+	wasi.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(pollOneoff), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		Export("poll_oneoff")
+	if _, err := wasi.Instantiate(ctx); err != nil {
+		return fmt.Errorf("wasmpy: wasi: %w", err)
+	}
+	if err := instantiateHostModule(ctx, e.rt); err != nil {
+		return fmt.Errorf("wasmpy: host module: %w", err)
+	}
+	mod, err := e.rt.CompileModule(ctx, e.interp.Wasm)
+	if err != nil {
+		return fmt.Errorf("wasmpy: compile interpreter: %w", err)
+	}
+	e.mod = mod
+	if e.interp.Kind == assets.Wasmpy {
+		return e.snapshot(ctx)
+	}
+	return nil
+}
+
+// Close releases the runtime and everything compiled in it.
+func (e *Engine) Close(ctx context.Context) error { return e.rt.Close(ctx) }
+
+// Run describes one job.
+type Run struct {
+	Code     string
+	Filename string   // shown in tracebacks; "" means "<string>"
+	Args     []string // sys.argv[1:]
+	Stdin    []byte   // nil: the guest reads EOF
+
+	Timeout     time.Duration // 0: only ctx bounds the run
+	MemoryLimit uint64        // bytes of linear memory; 0: DefaultMemoryLimit
+	OutputLimit int           // bytes per stream; 0: DefaultOutputLimit
+	// Deterministic pins what would make two runs differ: the guest sees a
+	// fake clock and a seeded random source.
+	Deterministic bool
+
+	Host         hostfuncs.Table // capabilities granted to this run
+	AllowImports []string        // nil: any module; else the only top-level modules the code may import
+}
+
+// The kinds of Failure: a closed set.
+const (
+	KindSyntax    = "syntax"
+	KindException = "exception"
+	KindExit      = "exit"
+	KindTimeout   = "timeout"
+	KindMemory    = "memory"
+	KindOutput    = "output"
+	KindFuel      = "fuel"
+	KindInternal  = "internal"
+)
+
+// Failure says why a run did not succeed.
+type Failure struct {
+	Kind      string `json:"kind"`
+	Type      string `json:"type,omitempty"` // the Python exception class, for exceptions
+	Message   string `json:"message"`
+	Traceback string `json:"traceback,omitempty"`
+	Line      int    `json:"line,omitempty"` // for syntax errors
+}
+
+func (f *Failure) Error() string {
+	if f.Type != "" {
+		return fmt.Sprintf("wasmpy: %s: %s: %s", f.Kind, f.Type, f.Message)
+	}
+	return fmt.Sprintf("wasmpy: %s: %s", f.Kind, f.Message)
+}
+
+// Outcome is how a run ended.
+type Outcome struct {
+	ExitCode        int
+	Stdout, Stderr  []byte
+	StdoutTruncated bool
+	StderrTruncated bool
+	Failure         *Failure // nil on success
+	Duration        time.Duration
+	MemoryPeak      uint64
+	FuelUsed        uint64
+	HostCalls       []HostCall
+	HostCallsTotal  int // may exceed len(HostCalls), which is capped
+}
+
+// report is what the guest's runner says of the user's code.
+type report struct {
+	Status    string `json:"status"` // ok, exit, syntax, exception
+	ExitCode  int    `json:"exit_code"`
+	Type      string `json:"type"`
+	Message   string `json:"message"`
+	Traceback string `json:"traceback"`
+	Line      int    `json:"line"`
+}
+
+// job is what the runner receives.
+type job struct {
+	Code         string   `json:"code"`
+	Filename     string   `json:"filename"`
+	Argv         []string `json:"argv"`
+	Capabilities []string `json:"capabilities"`
+	AllowImports []string `json:"allow_imports"`
+	Nonce        string   `json:"nonce,omitempty"`
+}
+
+var (
+	errOutput = errors.New("output limit exceeded")
+)
+
+// Run executes one job in a fresh instance. The error is for the host's own
+// failures (a canceled ctx, a broken engine); the guest's are in Outcome.
+func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	memLimit := r.MemoryLimit
+	if memLimit == 0 {
+		memLimit = DefaultMemoryLimit
+	}
+	outLimit := r.OutputLimit
+	if outLimit == 0 {
+		outLimit = DefaultOutputLimit
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if r.Timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeout(runCtx, r.Timeout)
+		defer stop()
+	}
+	full := func() { cancel(errOutput) }
+	stdout := &capture{limit: outLimit, full: full}
+	stderr := &capture{limit: outLimit, full: full}
+
+	filename := r.Filename
+	if filename == "" {
+		filename = "<string>"
+	}
+	j := job{Code: r.Code, Filename: filename, Argv: append([]string{filename}, r.Args...),
+		Capabilities: r.Host.Names(), AllowImports: r.AllowImports}
+	if e.interp.Kind != assets.Wasmpy {
+		j.Nonce = nonce()
+	}
+	jobJSON, err := json.Marshal(j)
+	if err != nil {
+		return nil, fmt.Errorf("wasmpy: job: %w", err)
+	}
+	st := &runState{clock: newClock(r.Deterministic), host: r.Host, job: jobJSON}
+	mem := &memory{limit: memLimit}
+	runCtx = context.WithValue(runCtx, stateKey{}, st)
+	runCtx = experimental.WithMemoryAllocator(runCtx, mem)
+
+	cfg := e.moduleConfig(st.clock, r.Deterministic).
+		WithStdin(bytes.NewReader(r.Stdin)).WithStdout(stdout).WithStderr(stderr)
+
+	start := time.Now()
+	var runErr error
+	if e.interp.Kind == assets.Wasmpy {
+		runErr = e.runSnapshot(runCtx, cfg, mem)
+	} else {
+		runErr = e.runCommand(runCtx, cfg, string(jobJSON))
+	}
+	out := &Outcome{
+		Duration:        time.Since(start),
+		Stdout:          stdout.bytes(),
+		Stderr:          stderr.bytes(),
+		StdoutTruncated: stdout.truncated,
+		StderrTruncated: stderr.truncated,
+		MemoryPeak:      mem.peak.Load(),
+	}
+	st.mu.Lock()
+	rep := st.report
+	out.HostCalls, out.HostCallsTotal = st.calls, st.nCalls
+	st.mu.Unlock()
+	if j.Nonce != "" {
+		out.Stderr, rep = cutReport(out.Stderr, j.Nonce)
+	}
+	if cause := context.Cause(runCtx); errors.Is(cause, context.Canceled) && ctx.Err() != nil {
+		return nil, ctx.Err() // the caller gave up: no outcome to speak of
+	}
+	e.classify(out, runCtx, runErr, rep, mem)
+	return out, nil
+}
+
+func (e *Engine) moduleConfig(clk *clock, deterministic bool) wazero.ModuleConfig {
+	var random io.Reader = rand.Reader
+	if deterministic {
+		random = mrand.NewChaCha8([32]byte{'w', 'a', 's', 'm', 'p', 'y'})
+	}
+	cfg := wazero.NewModuleConfig().WithName("").
+		WithWalltime(clk.walltime, 1).WithNanotime(clk.nanotime, 1).
+		WithRandSource(random).
+		WithEnv("PYTHONHASHSEED", "0").WithEnv("PYTHONDONTWRITEBYTECODE", "1")
+	if e.interp.Kind == assets.Wasmpy {
+		cfg = cfg.WithFSConfig(e.stdlib).WithArgs("python").WithStartFunctions()
+	}
+	return cfg
+}
+
+// runCommand runs a plain WASI build: python -c <bootstrap> <job>.
+func (e *Engine) runCommand(ctx context.Context, cfg wazero.ModuleConfig, jobJSON string) error {
+	cfg = cfg.WithArgs("python", "-c", pyhost.Bootstrap(pyhost.CommandMain), jobJSON)
+	m, err := e.rt.InstantiateModule(ctx, e.mod, cfg)
+	if m != nil {
+		m.Close(ctx)
+	}
+	return err
+}
+
+// classify fills in ExitCode and Failure.
+func (e *Engine) classify(out *Outcome, ctx context.Context, runErr error, rep *report, mem *memory) {
+	var exit *sys.ExitError
+	exited := errors.As(runErr, &exit)
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errOutput):
+		out.Failure = &Failure{Kind: KindOutput, Message: "output limit exceeded: the run was stopped"}
+	case errors.Is(cause, context.DeadlineExceeded):
+		out.Failure = &Failure{Kind: KindTimeout, Message: "time limit exceeded"}
+	case rep != nil && rep.Type == "MemoryError", mem.refused.Load() && runErr != nil && !exited:
+		out.Failure = &Failure{Kind: KindMemory, Message: fmt.Sprintf("memory limit of %d bytes exceeded", mem.limit)}
+		if rep != nil {
+			out.Failure.Type, out.Failure.Traceback = rep.Type, rep.Traceback
+		}
+	case rep != nil:
+		out.ExitCode = rep.ExitCode
+		switch rep.Status {
+		case "ok":
+			return
+		case "exit":
+			out.Failure = &Failure{Kind: KindExit, Message: fmt.Sprintf("exit status %d", rep.ExitCode)}
+		case KindSyntax, KindException:
+			out.Failure = &Failure{Kind: rep.Status, Type: rep.Type, Message: rep.Message, Traceback: rep.Traceback, Line: rep.Line}
+		default:
+			out.Failure = &Failure{Kind: KindInternal, Message: "the runner reported status " + rep.Status}
+		}
+		return
+	case runErr != nil:
+		out.Failure = &Failure{Kind: KindInternal, Message: runErr.Error()}
+	default:
+		out.Failure = &Failure{Kind: KindInternal, Message: "the interpreter ended without a report"}
+	}
+	out.ExitCode = ExitCode(out.Failure.Kind)
+}
+
+// ExitCode is the process status that stands for a sandbox outcome; for
+// the script's own outcomes it is what the script exited with.
+func ExitCode(kind string) int {
+	switch kind {
+	case KindTimeout:
+		return 124
+	case KindFuel:
+		return 123
+	case KindOutput:
+		return 122
+	case KindMemory:
+		return 121
+	case KindInternal:
+		return 120
+	}
+	return 1
+}
+
+// cutReport takes the runner's report (the line after nonce) off stderr.
+func cutReport(stderr []byte, nonce string) ([]byte, *report) {
+	i := bytes.LastIndex(stderr, []byte(nonce))
+	if i < 0 {
+		return stderr, nil
+	}
+	var rep report
+	if err := json.Unmarshal(bytes.TrimSpace(stderr[i+len(nonce):]), &rep); err != nil {
+		return stderr, nil
+	}
+	stderr = stderr[:i]
+	return bytes.TrimSuffix(stderr, []byte("\n")), &rep
+}
+
+func nonce() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("\x1ewasmpy-report-%x:", b)
+}
+
+// stdlibFS serves the standard library zip, and nothing else, at /usr/local/lib.
+func stdlibFS(zip []byte) wazero.FSConfig {
+	fsys := fstest.MapFS{"python313.zip": {Data: zip, Mode: 0o444}}
+	return wazero.NewFSConfig().WithFSMount(fsys, "/usr/local/lib")
+}

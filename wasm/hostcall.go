@@ -1,0 +1,215 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/wasmpy/wasmpy/hostfuncs"
+)
+
+// The host-call ABI of the wasmpy build, module "wasmpy":
+//
+//	call(req_ptr, req_len i32) -> i32  runs a JSON request, keeps the response, returns its length
+//	take(out_ptr, out_len i32) -> i32  copies the kept response out, returns out_len
+//
+// Two steps, so a response of any size needs no retry and each request runs
+// exactly once. failed (0xFFFFFFFF) means the exchange itself broke: the
+// guest raises RuntimeError.
+//
+// A request is {"fn": name, "args": {...}}; a response is {"ok": value} or
+// {"error": {"type": PythonExceptionClass, "message": text}}.
+const (
+	hostModule  = "wasmpy"
+	failed      = 0xFFFFFFFF
+	maxRequest  = 64 << 20
+	maxResponse = 64 << 20
+	maxCallLog  = 10000
+)
+
+// HostCall is one capability call a run made; payloads are not recorded.
+type HostCall struct {
+	Name       string  `json:"name"`
+	DurationMS float64 `json:"duration_ms"`
+	OK         bool    `json:"ok"`
+	Error      string  `json:"error,omitempty"` // the Python exception class, when not OK
+}
+
+// runState is what the host functions know of the run calling them; it
+// travels in the ctx of the guest call.
+type runState struct {
+	clock *clock
+	host  hostfuncs.Table
+	job   []byte
+
+	mu      sync.Mutex
+	pending []byte
+	report  *report
+	calls   []HostCall
+	nCalls  int
+}
+
+type stateKey struct{}
+
+func stateFrom(ctx context.Context) *runState {
+	st, _ := ctx.Value(stateKey{}).(*runState)
+	return st
+}
+
+func clockFrom(ctx context.Context) *clock {
+	if st := stateFrom(ctx); st != nil {
+		return st.clock
+	}
+	return newClock(false)
+}
+
+// instantiateHostModule registers the "wasmpy" import module.
+func instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
+	i32 := api.ValueTypeI32
+	_, err := rt.NewHostModuleBuilder(hostModule).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostCall), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("call").
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostTake), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("take").
+		Instantiate(ctx)
+	return err
+}
+
+func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	stack[0] = failed
+	st := stateFrom(ctx)
+	if st == nil || n > maxRequest {
+		return
+	}
+	st.mu.Lock()
+	outOfOrder := st.pending != nil
+	st.pending = nil
+	st.mu.Unlock()
+	if outOfOrder { // the last response was never taken
+		return
+	}
+	view, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		return
+	}
+	resp := st.serve(ctx, bytes.Clone(view))
+	st.mu.Lock()
+	st.pending = resp
+	st.mu.Unlock()
+	stack[0] = uint64(len(resp))
+}
+
+func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	stack[0] = failed
+	st := stateFrom(ctx)
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	resp := st.pending
+	st.pending = nil
+	st.mu.Unlock()
+	if resp == nil || uint32(len(resp)) != n || !mod.Memory().Write(ptr, resp) {
+		return
+	}
+	stack[0] = uint64(n)
+}
+
+// request is one decoded guest call.
+type request struct {
+	Fn   string          `json:"fn"`
+	Args json.RawMessage `json:"args"`
+}
+
+// decodeRequest decodes and checks a guest's request; the guest is hostile,
+// so anything but the exact shape is an error.
+func decodeRequest(b []byte) (request, error) {
+	var r request
+	if len(b) > maxRequest {
+		return r, fmt.Errorf("request of %d bytes exceeds %d", len(b), maxRequest)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("malformed request: %v", err)
+	}
+	if r.Fn == "" || len(r.Fn) > 128 {
+		return r, errors.New("request names no function")
+	}
+	if len(r.Args) == 0 || string(r.Args) == "null" {
+		r.Args = json.RawMessage("{}")
+	} else if r.Args[0] != '{' {
+		return r, errors.New("request args must be a JSON object")
+	}
+	return r, nil
+}
+
+// serve runs one request and returns the encoded response.
+func (st *runState) serve(ctx context.Context, raw []byte) []byte {
+	req, err := decodeRequest(raw)
+	if err != nil {
+		return errorResponse(hostfuncs.Errorf(hostfuncs.ValueError, "wasmpy host call: %v", err))
+	}
+	switch req.Fn {
+	case "_job":
+		return append(append([]byte(`{"ok":`), st.job...), '}')
+	case "_report":
+		var rep report
+		if err := json.Unmarshal(req.Args, &rep); err != nil {
+			return errorResponse(hostfuncs.Errorf(hostfuncs.ValueError, "bad report: %v", err))
+		}
+		st.mu.Lock()
+		st.report = &rep
+		st.mu.Unlock()
+		return []byte(`{"ok":null}`)
+	}
+	fn, ok := st.host[req.Fn]
+	if !ok {
+		return errorResponse(hostfuncs.Errorf(hostfuncs.HostError, "no capability named %q in this run", req.Fn))
+	}
+	start := time.Now()
+	value, err := fn(ctx, req.Args)
+	var resp []byte
+	if err == nil {
+		resp, err = okResponse(value)
+	}
+	call := HostCall{Name: req.Fn, DurationMS: float64(time.Since(start).Microseconds()) / 1000, OK: err == nil}
+	if err != nil {
+		e := hostfuncs.AsError(err)
+		call.Error = e.Type
+		resp = errorResponse(e)
+	}
+	st.log(call)
+	return resp
+}
+
+func (st *runState) log(c HostCall) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.nCalls++
+	if len(st.calls) < maxCallLog {
+		st.calls = append(st.calls, c)
+	}
+}
+
+func okResponse(value any) ([]byte, error) {
+	b, err := json.Marshal(value)
+	if err != nil {
+		return nil, hostfuncs.Errorf(hostfuncs.HostError, "the host's answer is not JSON: %v", err)
+	}
+	if len(b) > maxResponse {
+		return nil, hostfuncs.Errorf(hostfuncs.HostError, "the host's answer of %d bytes exceeds %d", len(b), maxResponse)
+	}
+	return append(append([]byte(`{"ok":`), b...), '}'), nil
+}
+
+func errorResponse(err error) []byte {
+	e := hostfuncs.AsError(err)
+	b, _ := json.Marshal(map[string]map[string]string{"error": {"type": e.Type, "message": e.Message}})
+	return b
+}
