@@ -3,6 +3,7 @@ package wasmpy
 import (
 	"encoding/json"
 
+	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/wasm"
 )
 
@@ -38,6 +39,20 @@ type Result struct {
 	MemoryPeakBytes uint64          `json:"memory_peak_bytes"`
 	FuelUsed        uint64          `json:"fuel_used"`
 	HostCalls       []HostCall      `json:"host_calls"`
+	// HostCallsTotal counts every host call; HostCalls keeps the first 10,000.
+	HostCallsTotal int                    `json:"host_calls_total"`
+	Files          []hostfuncs.FileChange `json:"files"` // what the run wrote to its workspace overlay
+	LLM            hostfuncs.LLMUsage     `json:"llm"`   // what ask_llm spent
+
+	workspace *hostfuncs.Workspace
+}
+
+// File returns the contents of a file the run wrote to its workspace.
+func (r *Result) File(path string) ([]byte, bool) {
+	if r.workspace == nil {
+		return nil, false
+	}
+	return r.workspace.OverlayFile(path)
 }
 
 // OK reports whether the run succeeded.
@@ -60,5 +75,6 @@ func newResult(out *wasm.Outcome) *Result {
 		MemoryPeakBytes: out.MemoryPeak,
 		FuelUsed:        out.FuelUsed,
 		HostCalls:       calls,
+		HostCallsTotal:  out.HostCallsTotal,
 	}
 }

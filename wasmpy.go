@@ -15,9 +15,12 @@ package wasmpy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/wasmpy/wasmpy/assets"
@@ -30,6 +33,10 @@ type Limits struct {
 	Timeout time.Duration // wall clock; default 30s
 	Memory  uint64        // bytes of guest memory; default 256 MiB
 	Output  int           // bytes kept per stream (stdout, stderr); default 4 MiB
+	// Fuel is a deterministic compute budget (see the README); 0 means
+	// unlimited. A metered run sees a fixed clock and random seed, so the
+	// same job spends the same fuel on any machine.
+	Fuel uint64
 }
 
 // DefaultLimits apply where neither the Job nor the Config sets a limit.
@@ -45,6 +52,9 @@ func (l Limits) or(d Limits) Limits {
 	}
 	if l.Output == 0 {
 		l.Output = d.Output
+	}
+	if l.Fuel == 0 {
+		l.Fuel = d.Fuel
 	}
 	return l
 }
@@ -70,17 +80,34 @@ type Config struct {
 	// Limits are the defaults for every job.
 	Limits Limits
 	// AllowImports, when not nil, are the only top-level modules a job's code
-	// may import.
+	// may import; importing anything else raises ImportError in the guest.
 	AllowImports []string
-	// HostFuncs are capabilities added to every run, beside the built-in ones.
+
+	// Workspace bounds every run's workspace; its Stable dir is the default
+	// for jobs that name none.
+	Workspace hostfuncs.WorkspaceConfig
+	// LLM is the endpoint ask_llm calls; with no BaseURL, ask_llm raises
+	// LLMError in the guest.
+	LLM hostfuncs.LLMConfig
+	// LLMBudget bounds ask_llm per run.
+	LLMBudget hostfuncs.LLMBudget
+	// Disable lists built-in capabilities no run gets (see Capabilities).
+	Disable []string
+	// HostFuncs are capabilities of the embedder's own, added to every run.
+	// A name that is also built in replaces the built-in.
 	HostFuncs hostfuncs.Table
 }
+
+// Capabilities are the built-in host functions every run gets unless
+// Config.Disable names them.
+var Capabilities = []string{"read_file", "write_file", "list_files", "search_files", "ask_llm", "submit_result"}
 
 // Sandbox runs jobs. Create one with New and reuse it; Close it when done.
 type Sandbox struct {
 	cfg    Config
 	interp *assets.Interpreter
 	engine *wasm.Engine
+	llm    *hostfuncs.LLM
 }
 
 // New loads and compiles the interpreter. The first call on a machine may
@@ -88,6 +115,11 @@ type Sandbox struct {
 func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err := cfg.Limits.validate(); err != nil {
 		return nil, err
+	}
+	for _, name := range cfg.Disable {
+		if !slices.Contains(Capabilities, name) {
+			return nil, fmt.Errorf("wasmpy: Disable: no built-in capability %q (have %s)", name, strings.Join(Capabilities, ", "))
+		}
 	}
 	cache := cfg.CacheDir
 	if cache == "" {
@@ -104,7 +136,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sandbox{cfg: cfg, interp: interp, engine: engine}, nil
+	return &Sandbox{cfg: cfg, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM)}, nil
 }
 
 // Close releases the compiled interpreter.
@@ -129,6 +161,12 @@ type Job struct {
 	Args     []string // sys.argv[1:]
 	Stdin    []byte   // nil: the script reads EOF
 	Limits   Limits   // zero fields: the sandbox's limits
+	// Workspace is the stable (read-only) directory of this run's workspace;
+	// "" means Config.Workspace.Stable.
+	Workspace string
+	// ResultSchema, when set, is a JSON Schema the value given to
+	// submit_result must match.
+	ResultSchema json.RawMessage
 }
 
 // ErrNoCode is returned for a Job without code.
@@ -145,17 +183,58 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 		return nil, err
 	}
 	lim := job.Limits.or(s.cfg.Limits).or(DefaultLimits)
-	host := hostfuncs.Table{}
-	for name, fn := range s.cfg.HostFuncs {
-		host.Add(name, fn)
+	caps, err := s.capabilities(job)
+	if err != nil {
+		return nil, err
 	}
 	out, err := s.engine.Run(ctx, &wasm.Run{
 		Code: job.Code, Filename: job.Filename, Args: job.Args, Stdin: job.Stdin,
-		Timeout: lim.Timeout, MemoryLimit: lim.Memory, OutputLimit: lim.Output,
-		Host: host, AllowImports: s.cfg.AllowImports,
+		Timeout: lim.Timeout, MemoryLimit: lim.Memory, OutputLimit: lim.Output, Fuel: lim.Fuel,
+		Deterministic: lim.Fuel > 0, Host: caps.table, AllowImports: s.cfg.AllowImports,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return newResult(out), nil
+	res := newResult(out)
+	if v, ok := caps.result.Value(); ok {
+		res.Result = v
+	}
+	res.Files = caps.workspace.Changes()
+	res.LLM = caps.llm.Usage()
+	res.workspace = caps.workspace
+	return res, nil
+}
+
+// runCapabilities are one run's host functions and their state.
+type runCapabilities struct {
+	table     hostfuncs.Table
+	workspace *hostfuncs.Workspace
+	result    *hostfuncs.ResultSink
+	llm       *hostfuncs.LLMSession
+}
+
+func (s *Sandbox) capabilities(job Job) (*runCapabilities, error) {
+	wcfg := s.cfg.Workspace
+	if job.Workspace != "" {
+		wcfg.Stable = job.Workspace
+	}
+	ws, err := hostfuncs.NewWorkspace(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	sink, err := hostfuncs.NewResultSink(job.ResultSchema)
+	if err != nil {
+		return nil, err
+	}
+	c := &runCapabilities{table: hostfuncs.Table{}, workspace: ws, result: sink, llm: s.llm.Session(s.cfg.LLMBudget)}
+	ws.Register(c.table)
+	sink.Register(c.table)
+	c.llm.Register(c.table)
+	for _, name := range s.cfg.Disable {
+		delete(c.table, name)
+	}
+	for name, fn := range s.cfg.HostFuncs {
+		c.table.Add(name, fn)
+	}
+	return c, nil
 }

@@ -119,6 +119,7 @@ type Run struct {
 	Timeout     time.Duration // 0: only ctx bounds the run
 	MemoryLimit uint64        // bytes of linear memory; 0: DefaultMemoryLimit
 	OutputLimit int           // bytes per stream; 0: DefaultOutputLimit
+	Fuel        uint64        // compute budget; 0: unlimited
 	// Deterministic pins what would make two runs differ: the guest sees a
 	// fake clock and a seeded random source.
 	Deterministic bool

@@ -27,7 +27,7 @@ func execCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the whole result"},
 			&cli.StringFlag{Name: "stdin", Usage: "give the script this `FILE` as stdin (- for wasmpy's own stdin); default: none"},
 			interpreterFlag, cacheFlag,
-		}, limitFlags()...),
+		}, append(limitFlags(), capabilityFlags()...)...),
 		Action: execAction,
 	}
 }
@@ -40,7 +40,11 @@ func execAction(c *cli.Context) error {
 	if job.Limits, err = limits(c); err != nil {
 		return err
 	}
-	sb, err := newSandbox(c, wasmpy.Config{})
+	cfg, err := sandboxConfig(c)
+	if err != nil {
+		return err
+	}
+	sb, err := newSandbox(c, cfg)
 	if err != nil {
 		return err
 	}
@@ -48,6 +52,9 @@ func execAction(c *cli.Context) error {
 	res, err := sb.Run(c.Context, job)
 	if err != nil {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	if err := writeOut(c, res); err != nil {
+		return err
 	}
 	return report(c, res)
 }

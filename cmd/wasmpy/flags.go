@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -9,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/hostfuncs"
 )
 
 // Flags shared by the commands that run code.
@@ -20,9 +23,73 @@ var (
 	timeoutFlag = &cli.StringFlag{Name: "timeout", Value: "30s", Usage: "wall-clock limit, e.g. 500ms, 2s, 1m"}
 	memoryFlag  = &cli.StringFlag{Name: "memory", Value: "256MiB", Usage: "guest memory limit, e.g. 64MiB, 1GiB"}
 	outputFlag  = &cli.StringFlag{Name: "output-limit", Value: "4MiB", Usage: "bytes kept per stream (stdout, stderr)"}
+	fuelFlag    = &cli.StringFlag{Name: "fuel", Value: "0", Usage: "deterministic compute budget in fuel units; 0 = unlimited"}
 )
 
-func limitFlags() []cli.Flag { return []cli.Flag{timeoutFlag, memoryFlag, outputFlag} }
+func limitFlags() []cli.Flag { return []cli.Flag{timeoutFlag, memoryFlag, outputFlag, fuelFlag} }
+
+// capabilityFlags configure what a run may reach: its workspace, the LLM, imports.
+func capabilityFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "workspace", Usage: "`DIR` the script reads as its workspace (never modified)"},
+		&cli.StringFlag{Name: "out", Usage: "write the files the script wrote into `DIR`"},
+		&cli.StringFlag{Name: "allow-import", Usage: "comma-separated `MODULES`: the only ones the script may import"},
+		&cli.StringFlag{Name: "llm-base-url", EnvVars: []string{"WASMPY_LLM_BASE_URL", "OPENAI_BASE_URL"},
+			Usage: "OpenAI-compatible API for ask_llm, e.g. http://127.0.0.1:11434/v1"},
+		&cli.StringFlag{Name: "llm-model", EnvVars: []string{"WASMPY_LLM_MODEL"}, Usage: "model ask_llm uses"},
+		&cli.StringFlag{Name: "llm-api-key", EnvVars: []string{"WASMPY_LLM_API_KEY", "OPENAI_API_KEY"}, Usage: "API key for the LLM"},
+		&cli.IntFlag{Name: "llm-max-calls", Usage: "ask_llm calls per run (0 = default 20)"},
+		&cli.IntFlag{Name: "llm-max-tokens", Usage: "LLM tokens per run (0 = default 100000)"},
+	}
+}
+
+// sandboxConfig reads the capability flags into a Config.
+func sandboxConfig(c *cli.Context) (wasmpy.Config, error) {
+	var cfg wasmpy.Config
+	if dir := c.String("workspace"); dir != "" {
+		fi, err := os.Stat(dir)
+		if err != nil || !fi.IsDir() {
+			return cfg, usageErr("--workspace %q: not a directory", dir)
+		}
+		cfg.Workspace.Stable = dir
+	}
+	if list := c.String("allow-import"); c.IsSet("allow-import") {
+		cfg.AllowImports = []string{}
+		for _, m := range strings.Split(list, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				cfg.AllowImports = append(cfg.AllowImports, m)
+			}
+		}
+	}
+	cfg.LLM = hostfuncs.LLMConfig{BaseURL: c.String("llm-base-url"), Model: c.String("llm-model"), APIKey: c.String("llm-api-key")}
+	if c.Int("llm-max-calls") < 0 || c.Int("llm-max-tokens") < 0 {
+		return cfg, usageErr("--llm-max-calls and --llm-max-tokens must not be negative")
+	}
+	cfg.LLMBudget = hostfuncs.LLMBudget{MaxCalls: c.Int("llm-max-calls"), MaxTokens: c.Int("llm-max-tokens")}
+	return cfg, nil
+}
+
+// writeOut writes the files a run wrote into the --out directory.
+func writeOut(c *cli.Context, res *wasmpy.Result) error {
+	dir := c.String("out")
+	if dir == "" {
+		return nil
+	}
+	for _, f := range res.Files {
+		data, ok := res.File(f.Path)
+		if !ok {
+			continue
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return &exitError{code: exitWasmpy, msg: fmt.Sprintf("--out: %v", err)}
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return &exitError{code: exitWasmpy, msg: fmt.Sprintf("--out: %v", err)}
+		}
+	}
+	return nil
+}
 
 // limits reads the limit flags.
 func limits(c *cli.Context) (wasmpy.Limits, error) {
@@ -43,6 +110,9 @@ func limits(c *cli.Context) (wasmpy.Limits, error) {
 		return l, usageErr("--output-limit %q: want a size from 1B to 1GiB", c.String("output-limit"))
 	}
 	l.Output = int(out)
+	if l.Fuel, err = strconv.ParseUint(strings.TrimSpace(c.String("fuel")), 10, 64); err != nil {
+		return l, usageErr("--fuel %q: want a whole number of fuel units, 0 for unlimited", c.String("fuel"))
+	}
 	return l, nil
 }
 
