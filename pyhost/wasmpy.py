@@ -36,7 +36,9 @@ _EXCEPTIONS = {
     "PermissionError": PermissionError,
     "FileNotFoundError": FileNotFoundError,
     "IsADirectoryError": IsADirectoryError,
+    "NotADirectoryError": NotADirectoryError,
     "UnicodeError": UnicodeError,
+    # UnicodeDecodeError's constructor wants the bytes; its parent class carries the message.
     "UnicodeDecodeError": UnicodeError,
     "OSError": OSError,
     "HostError": HostError,
@@ -64,18 +66,20 @@ def read_file(path, binary=False):
 
 
 def write_file(path, data):
-    """Writes str (as UTF-8) or bytes to the workspace file at path."""
+    """Writes str (as UTF-8) or bytes to the workspace file at path; returns its size."""
     _str("path", path)
     if isinstance(data, str):
-        args = {"path": path, "text": data}
+        # Encoding here makes a lone surrogate the guest's UnicodeEncodeError,
+        # not a silent replacement on the host.
+        args = {"path": path, "data_b64": _base64.b64encode(data.encode("utf-8")).decode("ascii")}
     elif isinstance(data, (bytes, bytearray, memoryview)):
-        args = {"path": path, "data": _base64.b64encode(bytes(data)).decode("ascii")}
+        args = {"path": path, "data_b64": _base64.b64encode(bytes(data)).decode("ascii")}
     else:
         raise TypeError("data must be str or bytes, not %s" % type(data).__name__)
-    _call("write_file", args)
+    return _call("write_file", args)
 
 
-def list_files(pattern="**"):
+def list_files(pattern="*"):
     """Lists workspace paths matching a glob (** spans directories), sorted."""
     return _call("list_files", {"pattern": _str("pattern", pattern)})
 

@@ -84,9 +84,24 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
 			return usageErr("%v", err)
 		},
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(stderr, "wasmpy: unknown command %q\nRun 'wasmpy --help' for usage.\n", name)
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageErr("unknown command %q: run 'wasmpy --help' for the list", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
 		},
-		Commands: []*cli.Command{execCommand(), setupCommand()},
+		Commands: withUsageErrors([]*cli.Command{execCommand(), setupCommand()}),
 	}
+}
+
+// withUsageErrors makes a bad flag of any command a one-line usage error
+// instead of the command's help on stdout.
+func withUsageErrors(cmds []*cli.Command) []*cli.Command {
+	for _, cmd := range cmds {
+		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return usageErr("%s %v", cmd.Name, err)
+		}
+		withUsageErrors(cmd.Subcommands)
+	}
+	return cmds
 }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// wasmpyCLI runs the CLI in-process and returns its status and output.
+func wasmpyCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), append([]string{"wasmpy"}, args...), strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writeScript(t *testing.T, name, code string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(code), 0o644))
+	return path
+}
+
+func TestExecMirrorsScript(t *testing.T) {
+	script := writeScript(t, "hello.py", "import sys\nprint('hello', sys.argv[1:])\nprint('warn', file=sys.stderr)\nsys.exit(4)\n")
+	code, out, errOut := wasmpyCLI(t, "", "exec", script, "--", "a", "b")
+	require.Equal(t, 4, code)
+	require.Equal(t, "hello ['a', 'b']\n", out)
+	require.Equal(t, "warn\n", errOut)
+
+	code, out, _ = wasmpyCLI(t, "", "exec", "-c", "print(6*7)")
+	require.Equal(t, 0, code)
+	require.Equal(t, "42\n", out)
+
+	code, out, _ = wasmpyCLI(t, "print(1)\n", "exec", "-")
+	require.Equal(t, 0, code)
+	require.Equal(t, "1\n", out)
+
+	input := writeScript(t, "in.txt", "data")
+	code, out, _ = wasmpyCLI(t, "", "exec", "--stdin", input, "-c", "import sys; print(sys.stdin.read()[::-1])")
+	require.Equal(t, 0, code)
+	require.Equal(t, "atad\n", out)
+
+	code, _, errOut = wasmpyCLI(t, "", "exec", "-c", "raise KeyError('k')")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "KeyError: 'k'")
+}
+
+func TestExecJSON(t *testing.T) {
+	code, out, errOut := wasmpyCLI(t, "", "exec", "--json", "--timeout", "2s", "--memory", "64MiB", "-c", "print('x')")
+	require.Equal(t, 0, code, errOut)
+	var res map[string]any
+	dec := json.NewDecoder(strings.NewReader(out))
+	require.NoError(t, dec.Decode(&res))
+	require.False(t, dec.More(), "exactly one JSON object on stdout")
+	require.Equal(t, "x\n", res["stdout"])
+	require.Nil(t, res["error"])
+
+	code, out, _ = wasmpyCLI(t, "", "exec", "--json", "-c", "1/0")
+	require.Equal(t, 1, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, "exception", res["error"].(map[string]any)["kind"])
+}
+
+func TestExecSandboxOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"timeout", []string{"--timeout", "300ms", "-c", "while True: pass"}, 124, "time limit"},
+		{"memory", []string{"--memory", "64MiB", "-c", "b = bytearray(1 << 30)"}, 121, "memory limit"},
+		{"output", []string{"--output-limit", "1KiB", "-c", "while True: print('x' * 100)"}, 122, "output limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := wasmpyCLI(t, "", append([]string{"exec"}, tc.args...)...)
+			require.Equal(t, tc.code, code)
+			require.Contains(t, errOut, tc.msg)
+		})
+	}
+}
+
+// Every bad input is one line naming the problem, a non-zero status, no panic.
+func TestExecBadInput(t *testing.T) {
+	dir := t.TempDir()
+	unreadable := writeScript(t, "secret.py", "print(1)")
+	require.NoError(t, os.Chmod(unreadable, 0o000))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown flag", []string{"exec", "--frobnicate", "x.py"}, "flag provided but not defined: -frobnicate"},
+		{"bad duration", []string{"exec", "--timeout", "soon", "-c", "1"}, `--timeout "soon"`},
+		{"negative duration", []string{"exec", "--timeout", "-1s", "-c", "1"}, `--timeout "-1s"`},
+		{"bad size", []string{"exec", "--memory", "lots", "-c", "1"}, `--memory "lots"`},
+		{"huge size", []string{"exec", "--memory", "64GiB", "-c", "1"}, "at most 4GiB"},
+		{"bad fuel", []string{"exec", "--fuel", "-5", "-c", "1"}, `--fuel "-5"`},
+		{"missing script", []string{"exec", filepath.Join(dir, "nope.py")}, "no such file or directory"},
+		{"directory", []string{"exec", dir}, "is a directory"},
+		{"no script", []string{"exec"}, "no script"},
+		{"empty code", []string{"exec", "-c", ""}, "empty code"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"bad workspace", []string{"exec", "--workspace", filepath.Join(dir, "nope"), "-c", "1"}, "not a directory"},
+		{"missing interpreter", []string{"exec", "--interpreter", filepath.Join(dir, "python.wasm"), "-c", "1"}, "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := wasmpyCLI(t, "", tc.args...)
+			require.NotEqual(t, 0, code)
+			require.Empty(t, out)
+			require.Contains(t, errOut, tc.want)
+			require.NotContains(t, errOut, "goroutine", "a stack trace leaked")
+		})
+	}
+	if os.Geteuid() != 0 { // root reads anything
+		code, _, errOut := wasmpyCLI(t, "", "exec", unreadable)
+		require.Equal(t, exitUsage, code)
+		require.Contains(t, errOut, "permission denied")
+	}
+}
+
+func TestCorruptInterpreterCLI(t *testing.T) {
+	cache := t.TempDir()
+	path := filepath.Join(cache, "interpreters", "npm-3.12.0", "python.wasm")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte("tampered"), 0o644))
+	code, _, errOut := wasmpyCLI(t, "", "exec", "--cache-dir", cache, "--interpreter", "npm", "-c", "1")
+	require.Equal(t, exitWasmpy, code)
+	require.Contains(t, errOut, "corrupt")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]uint64{"64MiB": 64 << 20, "1GiB": 1 << 30, "512K": 512 << 10, "1000": 1000, "2MB": 2e6, "3 KiB": 3 << 10} {
+		got, err := parseSize(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "MiB", "-1", "1.5GiB", "1TiB", "99999999999999999999"} {
+		_, err := parseSize(in)
+		require.Error(t, err, in)
+	}
+}

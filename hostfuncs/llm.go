@@ -1,0 +1,445 @@
+package hostfuncs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// LLM defaults and bounds.
+const (
+	DefaultLLMTimeout       = 2 * time.Minute
+	DefaultLLMMaxCalls      = 20
+	DefaultLLMMaxTokens     = 100000
+	DefaultLLMMaxPromptSize = 1 << 20
+	maxLLMResponseBytes     = 8 << 20
+
+	// Below this many tokens left, ask_llm sends the remainder as max_tokens
+	// even when the guest set none. Above it, it sends none (servers reject a
+	// max_tokens beyond the model's output limit).
+	budgetMaxTokensFloor = 4096
+)
+
+// ErrLLMNotConfigured is wrapped by the LLMCallError Chat returns when the
+// LLMConfig has no BaseURL.
+var ErrLLMNotConfigured = errors.New("no LLM configured: set --llm-base-url or WASMPY_LLM_BASE_URL")
+
+// LLMConfig says where the OpenAI-compatible chat-completions server is. The
+// zero value is "no LLM": every call fails with ErrLLMNotConfigured.
+type LLMConfig struct {
+	// BaseURL is the API root, e.g. "http://127.0.0.1:8080/v1"; requests go
+	// to BaseURL + "/chat/completions".
+	BaseURL string
+	// Model is sent when a request names none; empty leaves it to the server.
+	Model string
+	// APIKey, if set, is sent as "Authorization: Bearer <APIKey>".
+	APIKey string
+	// Timeout bounds one request (0 = DefaultLLMTimeout); the caller's ctx
+	// bounds it too.
+	Timeout time.Duration
+	// HTTPClient sends the requests (nil = a client with no timeout of its
+	// own, relying on Timeout and ctx).
+	HTTPClient *http.Client
+}
+
+// LLMConfigFromEnv reads WASMPY_LLM_BASE_URL, WASMPY_LLM_MODEL and
+// WASMPY_LLM_API_KEY, falling back to OPENAI_BASE_URL and OPENAI_API_KEY.
+// Pass os.Getenv. There is no default base URL: an API key alone configures
+// nothing, so a sandbox never spends money by accident.
+func LLMConfigFromEnv(getenv func(string) string) LLMConfig {
+	first := func(keys ...string) string {
+		for _, k := range keys {
+			if v := strings.TrimSpace(getenv(k)); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	return LLMConfig{
+		BaseURL: first("WASMPY_LLM_BASE_URL", "OPENAI_BASE_URL"),
+		Model:   first("WASMPY_LLM_MODEL"),
+		APIKey:  first("WASMPY_LLM_API_KEY", "OPENAI_API_KEY"),
+	}
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"` // "system", "user" or "assistant"
+	Content string `json:"content"`
+}
+
+// ChatRequest is one chat completion to ask for.
+type ChatRequest struct {
+	Messages    []Message
+	Model       string   // "" = LLMConfig.Model
+	Temperature *float64 // nil = server default
+	MaxTokens   int      // 0 = server default
+}
+
+// Usage counts tokens as the server reports them.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// ChatResponse is the first choice of a chat completion.
+type ChatResponse struct {
+	Content      string
+	Model        string // as the server reports it
+	FinishReason string
+	Usage        Usage
+}
+
+// LLMCallError is a failed chat completion. (The name LLMError is the
+// guest's exception class.)
+type LLMCallError struct {
+	StatusCode int    // HTTP status; 0 when no response arrived
+	Message    string // the server's error message when it sent one
+	Retryable  bool   // 429, 408, 5xx, network errors and timeouts
+	Err        error  // the underlying error, if any
+}
+
+func (e *LLMCallError) Error() string {
+	var b strings.Builder
+	b.WriteString("wasmpy: llm: ")
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, "status %d: ", e.StatusCode)
+	}
+	b.WriteString(e.Message)
+	if e.Err != nil && e.Err.Error() != e.Message {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *LLMCallError) Unwrap() error { return e.Err }
+
+// guestError is what the guest sees: the status and the server's message,
+// but not the host's network details.
+func (e *LLMCallError) guestError() *Error {
+	msg := e.Message
+	if e.StatusCode != 0 {
+		msg = fmt.Sprintf("LLM server returned %d: %s", e.StatusCode, e.Message)
+	}
+	if e.Retryable {
+		msg += " (retryable)"
+	}
+	return &Error{Type: LLMError, Message: msg}
+}
+
+// LLM is an OpenAI-compatible chat-completions client. It holds no per-run
+// state and is safe for concurrent use; per-run budgets live in LLMSession.
+type LLM struct {
+	cfg    LLMConfig
+	client *http.Client
+}
+
+// NewLLM returns a client for cfg. It never fails: an unusable cfg shows up
+// as an LLMCallError on the first Chat.
+func NewLLM(cfg LLMConfig) *LLM {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultLLMTimeout
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	cfg.BaseURL = strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
+	return &LLM{cfg: cfg, client: client}
+}
+
+// Configured reports whether the client has a server to talk to.
+func (c *LLM) Configured() bool { return c.cfg.BaseURL != "" }
+
+// Chat sends one chat completion request and returns the first choice.
+// Failures are *LLMCallError; check Retryable before trying again.
+func (c *LLM) Chat(ctx context.Context, req ChatRequest) (*ChatResponse, error) {
+	if c.cfg.BaseURL == "" {
+		return nil, &LLMCallError{Message: ErrLLMNotConfigured.Error(), Err: ErrLLMNotConfigured}
+	}
+	wire := struct {
+		Model       string    `json:"model,omitempty"`
+		Messages    []Message `json:"messages"`
+		Temperature *float64  `json:"temperature,omitempty"`
+		MaxTokens   int       `json:"max_tokens,omitempty"`
+	}{req.Model, req.Messages, req.Temperature, req.MaxTokens}
+	if wire.Model == "" {
+		wire.Model = c.cfg.Model
+	}
+	if wire.Messages == nil {
+		wire.Messages = []Message{}
+	}
+	body, err := json.Marshal(wire)
+	if err != nil {
+		return nil, &LLMCallError{Message: "encoding the request failed", Err: err}
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.BaseURL+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return nil, &LLMCallError{Message: "bad LLM base URL", Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.client.Do(hreq)
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxLLMResponseBytes+1))
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	if len(data) > maxLLMResponseBytes {
+		return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: fmt.Sprintf("response larger than %d bytes", maxLLMResponseBytes)}
+	}
+	if resp.StatusCode/100 != 2 {
+		code := resp.StatusCode
+		return nil, &LLMCallError{
+			StatusCode: code,
+			Message:    serverMessage(code, data),
+			Retryable:  code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500,
+		}
+	}
+	var out struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Message struct {
+				Content *string `json:"content"`
+			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
+		} `json:"choices"`
+		Usage Usage `json:"usage"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: "malformed response: not chat-completion JSON", Err: err}
+	}
+	if len(out.Choices) == 0 {
+		return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: serverMessage(0, data)}
+	}
+	ch := out.Choices[0]
+	r := &ChatResponse{Model: out.Model, FinishReason: ch.FinishReason, Usage: out.Usage}
+	if ch.Message.Content != nil {
+		r.Content = *ch.Message.Content
+	}
+	if r.Usage.TotalTokens == 0 {
+		r.Usage.TotalTokens = r.Usage.PromptTokens + r.Usage.CompletionTokens
+	}
+	return r, nil
+}
+
+// transportError classifies a failure to get a response.
+func transportError(ctx context.Context, err error) *LLMCallError {
+	switch {
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return &LLMCallError{Message: "LLM request canceled", Err: err}
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return &LLMCallError{Message: "LLM request timed out", Retryable: true, Err: err}
+	default:
+		return &LLMCallError{Message: "LLM request failed (network error)", Retryable: true, Err: err}
+	}
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// serverMessage extracts the message of an OpenAI error body
+// ({"error": {"message": ...}} or {"error": "..."}), else a short excerpt.
+func serverMessage(code int, body []byte) string {
+	var e struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &e) == nil {
+		var obj struct {
+			Message string `json:"message"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(e.Error, &obj) == nil && obj.Message != "":
+			return obj.Message
+		case json.Unmarshal(e.Error, &s) == nil && s != "":
+			return s
+		case e.Message != "":
+			return e.Message
+		}
+	}
+	if text := strings.TrimSpace(truncateUTF8(body, 200)); text != "" && utf8.ValidString(text) {
+		if code == 0 {
+			return "unexpected response: " + text
+		}
+		return text
+	}
+	if code == 0 {
+		return "response had no choices"
+	}
+	return http.StatusText(code)
+}
+
+// LLMBudget bounds one run's use of ask_llm. Zero fields take the defaults.
+type LLMBudget struct {
+	MaxCalls       int // requests sent (0 = DefaultLLMMaxCalls)
+	MaxTokens      int // total tokens, prompt and completion (0 = DefaultLLMMaxTokens)
+	MaxPromptBytes int // prompt + system of one call (0 = DefaultLLMMaxPromptSize)
+}
+
+// LLMUsage is what a session has spent so far.
+type LLMUsage struct {
+	Calls            int `json:"calls"`
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// LLMSession is one run's use of an LLM under a budget. Safe for concurrent
+// use.
+type LLMSession struct {
+	llm    *LLM
+	budget LLMBudget
+
+	mu    sync.Mutex
+	usage LLMUsage
+}
+
+// Session starts a run's use of c under budget.
+func (c *LLM) Session(budget LLMBudget) *LLMSession {
+	if budget.MaxCalls <= 0 {
+		budget.MaxCalls = DefaultLLMMaxCalls
+	}
+	if budget.MaxTokens <= 0 {
+		budget.MaxTokens = DefaultLLMMaxTokens
+	}
+	if budget.MaxPromptBytes <= 0 {
+		budget.MaxPromptBytes = DefaultLLMMaxPromptSize
+	}
+	return &LLMSession{llm: c, budget: budget}
+}
+
+// Register adds ask_llm to t under a new session with budget, and returns
+// the session so the caller can read its usage after the run.
+func (c *LLM) Register(t Table, budget LLMBudget) *LLMSession {
+	s := c.Session(budget)
+	s.Register(t)
+	return s
+}
+
+// Usage returns what the session has spent so far.
+func (s *LLMSession) Usage() LLMUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.usage
+}
+
+// AskArgs are ask_llm's arguments.
+type AskArgs struct {
+	Prompt      string   `json:"prompt"`
+	System      *string  `json:"system"`
+	Model       *string  `json:"model"`
+	Temperature *float64 `json:"temperature"`
+	MaxTokens   *int     `json:"max_tokens"`
+}
+
+// Ask sends one user prompt (and optional system message) within the budget
+// and returns the reply's content. Errors are *Error: ValueError for bad
+// arguments, BudgetExceeded, or LLMError (the LLMCallError is in the chain).
+//
+// Every request sent counts as a call, even one that fails. Tokens are
+// counted from the server's usage report, estimated at 4 bytes per token
+// when it sends none. max_tokens is lowered to what the budget has left (and
+// set to it when fewer than 4096 tokens are left), so one reply can overshoot
+// MaxTokens only when the guest sets no max_tokens and the budget has plenty
+// left.
+func (s *LLMSession) Ask(ctx context.Context, a AskArgs) (string, error) {
+	if !s.llm.Configured() {
+		return "", &Error{Type: LLMError, Message: ErrLLMNotConfigured.Error()}
+	}
+	if a.Prompt == "" {
+		return "", Errorf(ValueError, "ask_llm needs a non-empty prompt")
+	}
+	if a.Temperature != nil && (*a.Temperature < 0 || *a.Temperature > 2) {
+		return "", Errorf(ValueError, "temperature must be between 0 and 2, got %v", *a.Temperature)
+	}
+	if a.MaxTokens != nil && *a.MaxTokens <= 0 {
+		return "", Errorf(ValueError, "max_tokens must be positive, got %d", *a.MaxTokens)
+	}
+	req := ChatRequest{Temperature: a.Temperature}
+	promptBytes := len(a.Prompt)
+	if a.System != nil && *a.System != "" {
+		req.Messages = append(req.Messages, Message{Role: "system", Content: *a.System})
+		promptBytes += len(*a.System)
+	}
+	req.Messages = append(req.Messages, Message{Role: "user", Content: a.Prompt})
+	if a.Model != nil {
+		req.Model = *a.Model
+	}
+	if promptBytes > s.budget.MaxPromptBytes {
+		return "", Errorf(BudgetError, "prompt too large: %d bytes, the limit is %d", promptBytes, s.budget.MaxPromptBytes)
+	}
+
+	s.mu.Lock()
+	switch {
+	case s.usage.Calls >= s.budget.MaxCalls:
+		s.mu.Unlock()
+		return "", Errorf(BudgetError, "LLM call budget exhausted: %d calls made, the limit is %d", s.usage.Calls, s.budget.MaxCalls)
+	case s.usage.TotalTokens >= s.budget.MaxTokens:
+		s.mu.Unlock()
+		return "", Errorf(BudgetError, "LLM token budget exhausted: %d tokens used, the limit is %d", s.usage.TotalTokens, s.budget.MaxTokens)
+	}
+	s.usage.Calls++
+	left := s.budget.MaxTokens - s.usage.TotalTokens
+	s.mu.Unlock()
+
+	switch {
+	case a.MaxTokens != nil:
+		req.MaxTokens = min(*a.MaxTokens, left)
+	case left < budgetMaxTokensFloor:
+		req.MaxTokens = left
+	}
+	resp, err := s.llm.Chat(ctx, req)
+	if err != nil {
+		var ce *LLMCallError
+		if errors.As(err, &ce) {
+			return "", fmt.Errorf("%w: %w", ce.guestError(), ce)
+		}
+		return "", err
+	}
+	u := resp.Usage
+	if u.TotalTokens == 0 {
+		u.PromptTokens = (promptBytes + 3) / 4
+		u.CompletionTokens = (len(resp.Content) + 3) / 4
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	s.mu.Lock()
+	s.usage.PromptTokens += u.PromptTokens
+	s.usage.CompletionTokens += u.CompletionTokens
+	s.usage.TotalTokens += u.TotalTokens
+	s.mu.Unlock()
+	return resp.Content, nil
+}
+
+// Register adds ask_llm to t:
+//
+//	ask_llm {"prompt": str, "system": str|null, "model": str|null,
+//	         "temperature": float|null, "max_tokens": int|null} → str
+//
+// Errors: LLMError (not configured, HTTP or network failure; the message
+// says "(retryable)" when trying again may help), BudgetExceeded, ValueError.
+func (s *LLMSession) Register(t Table) {
+	t.Add("ask_llm", Typed(s.Ask))
+}
