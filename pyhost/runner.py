@@ -84,7 +84,9 @@ def _restrict_imports(allowed):
     is about what the script asks for; the sandbox is the boundary."""
 
     def guarded(name, globals=None, locals=None, fromlist=(), level=0):
-        if level == 0 and (globals or {}).get("__name__") == "__main__":
+        # The caller's frame, not the globals argument: a bare __import__()
+        # call passes none.
+        if level == 0 and sys._getframe(1).f_globals.get("__name__") == "__main__":
             top = name.partition(".")[0]
             if top not in allowed:
                 raise ImportError("import of %r is not allowed in this sandbox" % top,

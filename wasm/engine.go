@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
+	"path/filepath"
 	"testing/fstest"
 	"time"
 
@@ -42,7 +43,8 @@ const (
 // Config says which interpreter an Engine runs.
 type Config struct {
 	Interpreter *assets.Interpreter
-	// CacheDir holds wazero's compiled code across processes; "" disables it.
+	// CacheDir keeps compiled code and snapshot images across processes;
+	// "" disables both.
 	CacheDir string
 }
 
@@ -53,10 +55,9 @@ type Engine struct {
 	mod    wazero.CompiledModule
 	stdlib wazero.FSConfig
 
-	// The wasmpy build starts from image, the memory of an interpreter that
-	// has run its initialisation; runCode points at RunMain inside it.
-	image   []byte
-	runCode uint32
+	// The wasmpy build starts every run from image, the memory of an
+	// interpreter that has run its initialisation.
+	image *image
 }
 
 // New compiles the interpreter (or loads it from the cache) and, for the
@@ -68,21 +69,21 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	// Debug info would have wazero parse DWARF for every trap and exit.
 	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithDebugInfoEnabled(false)
 	if cfg.CacheDir != "" {
-		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(cfg.CacheDir, "compiled"))
 		if err != nil {
 			return nil, fmt.Errorf("wasmpy: compilation cache: %w", err)
 		}
 		rc = rc.WithCompilationCache(cache)
 	}
 	e := &Engine{interp: cfg.Interpreter, rt: wazero.NewRuntimeWithConfig(ctx, rc)}
-	if err := e.start(ctx); err != nil {
+	if err := e.start(ctx, cfg.CacheDir); err != nil {
 		e.rt.Close(ctx)
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *Engine) start(ctx context.Context) error {
+func (e *Engine) start(ctx context.Context, cacheDir string) error {
 	wasi := e.rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(wasi)
 	i32 := api.ValueTypeI32
@@ -101,13 +102,18 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	e.mod = mod
 	if e.interp.Kind == assets.Wasmpy {
-		return e.snapshot(ctx)
+		return e.snapshot(ctx, cacheDir)
 	}
 	return nil
 }
 
 // Close releases the runtime and everything compiled in it.
-func (e *Engine) Close(ctx context.Context) error { return e.rt.Close(ctx) }
+func (e *Engine) Close(ctx context.Context) error {
+	if e.image != nil {
+		closeImage(e.image)
+	}
+	return e.rt.Close(ctx)
+}
 
 // Run describes one job.
 type Run struct {
@@ -233,7 +239,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		return nil, fmt.Errorf("wasmpy: job: %w", err)
 	}
 	st := &runState{clock: newClock(r.Deterministic), host: r.Host, job: jobJSON}
-	mem := &memory{limit: memLimit}
+	mem := &memory{limit: memLimit, image: e.image}
 	runCtx = context.WithValue(runCtx, stateKey{}, st)
 	runCtx = experimental.WithMemoryAllocator(runCtx, mem)
 

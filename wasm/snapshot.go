@@ -1,9 +1,11 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -18,29 +20,51 @@ const preload = "import os, json, re, math, collections, itertools, functools, d
 	"decimal, fractions, statistics, string, hashlib, base64, random, traceback, types, dataclasses, typing\n" +
 	"os.environ.clear()\n"
 
-// snapshot initialises the interpreter once and keeps its memory as the
-// image every run starts from. Mutable state outside linear memory is only
-// the stack pointer, which is back at its start when the host regains control.
-func (e *Engine) snapshot(ctx context.Context) error {
+// snapshot gives the engine its image: from the cache when an earlier
+// process made it, else by initialising the interpreter once.
+func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 	zip, err := os.ReadFile(e.interp.Stdlib)
 	if err != nil {
 		return fmt.Errorf("wasmpy: standard library: %w", err)
 	}
 	e.stdlib = stdlibFS(zip)
+	var path string
+	if cacheDir != "" {
+		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp.SHA256)
+		if data, runCode, err := readImage(path); err == nil {
+			e.image = newImage(data, runCode)
+			return nil
+		}
+	}
+	data, runCode, err := e.initialise(ctx)
+	if err != nil {
+		return err
+	}
+	if path != "" {
+		// A cache that cannot be written costs the next process time, nothing else.
+		_ = writeImage(path, data, runCode)
+	}
+	e.image = newImage(data, runCode)
+	return nil
+}
+
+// initialise runs the interpreter's initialisation and our bootstrap, and
+// returns the memory afterwards. Mutable state outside linear memory is only
+// the stack pointer, which is back at its start when the host regains control.
+func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	stderr := &capture{limit: 64 << 10, full: func() {}}
 	st := &runState{clock: newClock(true)}
 	ctx = context.WithValue(ctx, stateKey{}, st)
-	mem := &memory{limit: 1 << 32}
-	ctx = experimental.WithMemoryAllocator(ctx, mem)
+	ctx = experimental.WithMemoryAllocator(ctx, &memory{limit: 1 << 32})
 	cfg := e.moduleConfig(st.clock, true).WithStdout(stderr).WithStderr(stderr).
 		WithEnv("PYTHONHOME", "/usr/local")
 	m, err := e.rt.InstantiateModule(ctx, e.mod, cfg)
 	if err != nil {
-		return fmt.Errorf("wasmpy: instantiate interpreter: %w", err)
+		return nil, 0, fmt.Errorf("wasmpy: instantiate interpreter: %w", err)
 	}
 	defer m.Close(ctx)
-	fail := func(step string, err error) error {
-		return fmt.Errorf("wasmpy: interpreter %s: %v: %s", step, err, stderr.bytes())
+	fail := func(step string, err error) ([]byte, uint32, error) {
+		return nil, 0, fmt.Errorf("wasmpy: interpreter %s: %v: %s", step, err, stderr.bytes())
 	}
 	if _, err := call(ctx, m, "_initialize"); err != nil {
 		return fail("_initialize", err)
@@ -58,23 +82,24 @@ func (e *Engine) snapshot(ctx context.Context) error {
 	if _, err := call(ctx, m, "free", uint64(boot)); err != nil {
 		return fail("bootstrap", err)
 	}
-	if e.runCode, err = cString(ctx, m, pyhost.RunMain); err != nil {
+	runCode, err := cString(ctx, m, pyhost.RunMain)
+	if err != nil {
 		return fail("bootstrap", err)
 	}
-	image, ok := m.Memory().Read(0, m.Memory().Size())
+	data, ok := m.Memory().Read(0, m.Memory().Size())
 	if !ok {
 		return fail("snapshot", fmt.Errorf("memory unreadable"))
 	}
-	e.image = append([]byte(nil), image...)
-	return nil
+	return bytes.Clone(data), runCode, nil
 }
 
 // runSnapshot starts a fresh instance, lays the image over its memory and
 // runs the job: no start function runs, the interpreter is already up.
 func (e *Engine) runSnapshot(ctx context.Context, cfg wazero.ModuleConfig, mem *memory) error {
-	if uint64(len(e.image)) > mem.limit {
+	size := uint64(e.image.size)
+	if size > mem.limit {
 		mem.refused.Store(true)
-		return fmt.Errorf("the interpreter needs %d bytes of memory at start", len(e.image))
+		return fmt.Errorf("the interpreter needs %d bytes of memory at start", size)
 	}
 	m, err := e.rt.InstantiateModule(ctx, e.mod, cfg)
 	if err != nil {
@@ -82,15 +107,15 @@ func (e *Engine) runSnapshot(ctx context.Context, cfg wazero.ModuleConfig, mem *
 	}
 	defer m.Close(ctx)
 	lm := m.Memory()
-	if grow := (uint32(len(e.image)) - lm.Size()) / 65536; grow > 0 {
-		if _, ok := lm.Grow(grow); !ok {
+	if cur := uint64(lm.Size()); size > cur {
+		if _, ok := lm.Grow(uint32((size - cur) / 65536)); !ok {
 			return fmt.Errorf("memory for the image refused")
 		}
 	}
-	if !lm.Write(0, e.image) {
-		return fmt.Errorf("image does not fit the memory")
+	if err := mem.restore(); err != nil {
+		return err
 	}
-	_, err = call(ctx, m, "PyRun_SimpleString", uint64(e.runCode))
+	_, err = call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
 	return err
 }
 

@@ -1,0 +1,99 @@
+package wasmpy_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
+)
+
+// The benchmarks put every sandbox figure beside native python3 measured in
+// the same run: BENCHMARKS.md records ratios, which survive a noisy machine.
+//
+//	go test -run '^$' -bench . -benchtime 3s
+
+func BenchmarkPrint1(b *testing.B) {
+	job := wasmpy.Job{Code: "print(1)"}
+	for _, kind := range []string{"wasmpy", "npm"} {
+		b.Run(kind, func(b *testing.B) {
+			sb := benchSandbox(b, kind)
+			for b.Loop() {
+				res, err := sb.Run(context.Background(), job)
+				require.NoError(b, err)
+				require.Equal(b, "1\n", res.Stdout)
+			}
+		})
+	}
+	b.Run("python3", func(b *testing.B) { benchNative(b, "-c", "print(1)") })
+}
+
+func BenchmarkCPU(b *testing.B) {
+	code, err := os.ReadFile("testdata/bench/cpu.py")
+	require.NoError(b, err)
+	job := wasmpy.Job{Code: string(code)}
+	for _, kind := range []string{"wasmpy", "npm"} {
+		b.Run(kind, func(b *testing.B) {
+			sb := benchSandbox(b, kind)
+			for b.Loop() {
+				res, err := sb.Run(context.Background(), job)
+				require.NoError(b, err)
+				require.Nil(b, res.Error, res.Stderr)
+			}
+		})
+	}
+	b.Run("python3", func(b *testing.B) { benchNative(b, "testdata/bench/cpu.py") })
+}
+
+// BenchmarkNew is a process's first run: load, compile (from the warm
+// cache), initialise, run print(1).
+func BenchmarkNew(b *testing.B) {
+	for b.Loop() {
+		sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "wasmpy"})
+		require.NoError(b, err)
+		res, err := sb.Run(context.Background(), wasmpy.Job{Code: "print(1)"})
+		require.NoError(b, err)
+		require.Equal(b, "1\n", res.Stdout)
+		sb.Close(context.Background())
+	}
+}
+
+// BenchmarkCLI is `wasmpy exec hello.py` from start to exit, beside
+// `python3 hello.py`.
+func BenchmarkCLI(b *testing.B) {
+	bin, err := filepath.Abs("bin/wasmpy")
+	require.NoError(b, err)
+	_, err = os.Stat(bin)
+	require.NoError(b, err, "run make first")
+	script := "testdata/scripts/hello.py"
+	b.Run("wasmpy", func(b *testing.B) {
+		for b.Loop() {
+			out, err := exec.Command(bin, "exec", script).Output()
+			require.NoError(b, err)
+			require.Equal(b, "hello, world\n", string(out))
+		}
+	})
+	b.Run("python3", func(b *testing.B) { benchNative(b, script) })
+}
+
+func benchSandbox(b *testing.B, kind string) *wasmpy.Sandbox {
+	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: kind})
+	require.NoError(b, err)
+	b.Cleanup(func() { sb.Close(context.Background()) })
+	// One run first, so the benchmark measures runs, not the first one.
+	_, err = sb.Run(context.Background(), wasmpy.Job{Code: "pass"})
+	require.NoError(b, err)
+	return sb
+}
+
+func benchNative(b *testing.B, args ...string) {
+	python, err := exec.LookPath("python3")
+	require.NoError(b, err, "the yardstick needs python3 on PATH")
+	for b.Loop() {
+		require.NoError(b, exec.Command(python, args...).Run())
+	}
+}

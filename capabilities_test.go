@@ -1,0 +1,250 @@
+package wasmpy_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/internal/llmtest"
+)
+
+// newSandbox opens a sandbox of its own, for tests that need a special Config.
+func newSandbox(t *testing.T, cfg wasmpy.Config) *wasmpy.Sandbox {
+	t.Helper()
+	if cfg.Interpreter == "" {
+		cfg.Interpreter = os.Getenv("WASMPY_INTERPRETER")
+	}
+	sb, err := wasmpy.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
+
+func runIn(t *testing.T, sb *wasmpy.Sandbox, job wasmpy.Job) *wasmpy.Result {
+	t.Helper()
+	res, err := sb.Run(context.Background(), job)
+	require.NoError(t, err)
+	return res
+}
+
+// stableDir makes a workspace with a file, a subdirectory and a symlink out.
+func stableDir(t *testing.T) string {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("alpha beta\nbeta gamma\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "data"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "data", "blob.bin"), []byte{0, 1, 2, 255}, 0o644))
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	require.NoError(t, os.WriteFile(outside, []byte("host secret"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "escape.txt")))
+	return dir
+}
+
+func treeHash(t *testing.T, dir string) string {
+	h := sha256.New()
+	require.NoError(t, filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		require.NoError(t, err)
+		h.Write([]byte(p + fi.Mode().String()))
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			h.Write(b)
+		}
+		return nil
+	}))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func TestWorkspace(t *testing.T) {
+	dir := stableDir(t)
+	before := treeHash(t, dir)
+	res := run(t, wasmpy.Job{Workspace: dir, Code: `
+print(read_file("notes.txt").split())
+print(list(read_file("data/blob.bin", binary=True)))
+print(search_files("gamma"))
+write_file("notes.txt", "overlaid")
+print(read_file("notes.txt"))
+write_file("out/report.bin", b"\x00\xff")
+print(sorted(list_files("**")))
+from wasmpy import read_file as rf
+print(rf("out/report.bin", binary=True))
+`})
+	require.Nil(t, res.Error, res.Stderr)
+	require.Equal(t, strings.Join([]string{
+		"['alpha', 'beta', 'beta', 'gamma']",
+		"[0, 1, 2, 255]",
+		"[{'path': 'notes.txt', 'line': 2, 'text': 'beta gamma'}]",
+		"overlaid",
+		"['data/blob.bin', 'notes.txt', 'out/report.bin']", // escape.txt leads out: not listed
+		"b'\\x00\\xff'",
+	}, "\n")+"\n", res.Stdout)
+	require.Equal(t, before, treeHash(t, dir), "the stable dir was modified")
+	require.Len(t, res.Files, 2)
+	require.Equal(t, "notes.txt", res.Files[0].Path)
+	require.Equal(t, "out/report.bin", res.Files[1].Path)
+	b, ok := res.File("out/report.bin")
+	require.True(t, ok)
+	require.Equal(t, []byte{0, 255}, b)
+	var names []string
+	for _, c := range res.HostCalls {
+		require.True(t, c.OK, c)
+		names = append(names, c.Name)
+	}
+	require.Equal(t, []string{"read_file", "read_file", "search_files", "write_file", "read_file", "write_file", "list_files", "read_file"}, names)
+
+	// The next run starts from the stable dir again.
+	res = run(t, wasmpy.Job{Workspace: dir, Code: `print(read_file("notes.txt").split()[0])`})
+	require.Equal(t, "alpha\n", res.Stdout, res.Stderr)
+}
+
+func TestWorkspaceEscapes(t *testing.T) {
+	dir := stableDir(t)
+	sb := newSandbox(t, wasmpy.Config{Workspace: hostfuncs.WorkspaceConfig{MaxFileBytes: 1 << 20, MaxOverlayBytes: 3 << 20, MaxFiles: 5}})
+	for _, tc := range []struct{ name, code, want string }{
+		{"traversal", `read_file("../../etc/passwd")`, "PermissionError"},
+		{"inner traversal", `read_file("data/../../x")`, "PermissionError"},
+		{"absolute", `read_file("/etc/passwd")`, "PermissionError"},
+		{"nul", `read_file("notes.txt\x00.py")`, "PermissionError"},
+		{"symlink out", `read_file("escape.txt")`, "PermissionError"},
+		{"missing", `read_file("nope.txt")`, "FileNotFoundError"},
+		{"directory", `read_file("data")`, "IsADirectoryError"},
+		{"not utf-8", `read_file("data/blob.bin")`, "UnicodeError"},
+		{"write traversal", `write_file("../x", "y")`, "PermissionError"},
+		{"oversize write", `write_file("big", b"x" * (2 << 20))`, "OSError"},
+		{"quota", `[write_file("f%d" % i, b"x" * (900 << 10)) for i in range(5)]`, "OSError"},
+		{"file count", `[write_file("n%d" % i, "x") for i in range(6)]`, "OSError"},
+		{"bad type", `write_file("x", 42)`, "TypeError"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runIn(t, sb, wasmpy.Job{Workspace: dir, Code: tc.code})
+			require.NotNil(t, res.Error, res.Stdout)
+			require.Equal(t, wasmpy.KindException, res.Error.Kind)
+			require.Equal(t, tc.want, res.Error.Type, res.Error.Message)
+		})
+	}
+	// Refusals are ordinary exceptions the guest can catch.
+	res := runIn(t, sb, wasmpy.Job{Workspace: dir, Code: `
+try:
+    read_file("../secret")
+except PermissionError as e:
+    print("caught:", e)
+`})
+	require.Nil(t, res.Error, res.Stderr)
+	require.Contains(t, res.Stdout, "caught:")
+}
+
+func TestSubmitResult(t *testing.T) {
+	res := run(t, wasmpy.Job{Code: `submit_result({"answer": 42, "items": [1, "two", None]})`})
+	require.Nil(t, res.Error, res.Stderr)
+	require.JSONEq(t, `{"answer": 42, "items": [1, "two", null]}`, string(res.Result))
+
+	for _, tc := range []struct{ name, code, want string }{
+		{"twice", "submit_result(1)\nsubmit_result(2)", "already called"},
+		{"not json", "submit_result({1, 2})", "not JSON-serializable"},
+		{"nan", "submit_result(float('nan'))", "not JSON-serializable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(t, wasmpy.Job{Code: tc.code})
+			require.Equal(t, "wasmpy.ResultError", res.Error.Type)
+			require.Contains(t, res.Error.Message, tc.want)
+		})
+	}
+
+	schema := json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}`)
+	res = run(t, wasmpy.Job{Code: `submit_result({"n": "seven"})`, ResultSchema: schema})
+	require.Equal(t, "wasmpy.ResultError", res.Error.Type)
+	require.Contains(t, res.Error.Message, "/n")
+	require.JSONEq(t, "null", string(res.Result))
+	res = run(t, wasmpy.Job{Code: `submit_result({"n": 7})`, ResultSchema: schema})
+	require.Nil(t, res.Error, res.Stderr)
+	require.JSONEq(t, `{"n": 7}`, string(res.Result))
+}
+
+func TestAskLLM(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Reply{Content: "Paris"}, llmtest.Reply{Status: 429})
+	sb := newSandbox(t, wasmpy.Config{
+		LLM:       hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "test-model", APIKey: "k"},
+		LLMBudget: hostfuncs.LLMBudget{MaxCalls: 2},
+	})
+	res := runIn(t, sb, wasmpy.Job{Code: `
+import wasmpy
+print(ask_llm("Capital of France?", system="Answer in one word."))
+try:
+    ask_llm("again")
+except wasmpy.LLMError as e:
+    print("llm error:", "429" in str(e))
+try:
+    ask_llm("third")
+except wasmpy.BudgetExceeded as e:
+    print("budget:", e)
+`})
+	require.Nil(t, res.Error, res.Stderr)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, lines, 3)
+	require.Equal(t, "Paris", lines[0])
+	require.Equal(t, "llm error: True", lines[1])
+	require.Contains(t, lines[2], "budget:")
+	require.Equal(t, 2, res.LLM.Calls)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 2)
+	require.Equal(t, "test-model", reqs[0].Chat.Model)
+	require.Equal(t, "Bearer k", reqs[0].Header.Get("Authorization"))
+
+	// Without an LLM configured, the guest gets a clear error.
+	res = run(t, wasmpy.Job{Code: `ask_llm("hi")`})
+	require.Equal(t, "wasmpy.LLMError", res.Error.Type)
+	require.Contains(t, res.Error.Message, "no LLM configured")
+}
+
+func TestImportPolicy(t *testing.T) {
+	sb := newSandbox(t, wasmpy.Config{AllowImports: []string{"math", "json"}})
+	res := runIn(t, sb, wasmpy.Job{Code: "import math, json\nprint(math.sqrt(16), json.dumps([1]))"})
+	require.Nil(t, res.Error, res.Stderr)
+	require.Equal(t, "4.0 [1]\n", res.Stdout)
+	for _, code := range []string{"import re", "from collections import deque", "import os.path", "__import__('re')"} {
+		res = runIn(t, sb, wasmpy.Job{Code: code})
+		require.NotNil(t, res.Error, code)
+		require.Equal(t, "ImportError", res.Error.Type, code)
+		require.Contains(t, res.Error.Message, "not allowed", code)
+	}
+}
+
+func TestDisableAndCustomCapabilities(t *testing.T) {
+	type addArgs struct{ X, Y int }
+	sb := newSandbox(t, wasmpy.Config{
+		Disable: []string{"ask_llm", "write_file"},
+		HostFuncs: hostfuncs.Table{"add": hostfuncs.Typed(func(ctx context.Context, a addArgs) (int, error) {
+			if a.X < 0 {
+				return 0, hostfuncs.Errorf(hostfuncs.ValueError, "x must not be negative")
+			}
+			return a.X + a.Y, nil
+		})},
+	})
+	res := runIn(t, sb, wasmpy.Job{Code: `
+print(add(X=2, Y=3))
+import wasmpy
+print(wasmpy.add(X=1, Y=1))
+try:
+    add(X=-1, Y=0)
+except ValueError as e:
+    print("refused:", e)
+print("ask_llm" in dir(__builtins__), "write_file" in dir(__builtins__))
+try:
+    wasmpy.write_file("x", "y")
+except PermissionError as e:
+    print(e)
+`})
+	require.Nil(t, res.Error, res.Stderr)
+	require.Equal(t, "5\n2\nrefused: x must not be negative\nFalse False\ncapability 'write_file' is not granted to this run\n", res.Stdout)
+
+	_, err := wasmpy.New(context.Background(), wasmpy.Config{Disable: []string{"launch_missiles"}})
+	require.ErrorContains(t, err, `no built-in capability "launch_missiles"`)
+}
