@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/hostfuncs"
 )
 
 // A Sandbox is made once and runs many jobs, each in a fresh instance.
@@ -28,4 +29,45 @@ func Example() {
 	// Output:
 	// 42 ['x']
 	// exception ZeroDivisionError
+}
+
+// An embedder grants its own capability: a Go function the guest calls like
+// any Python function, with keyword arguments.
+func ExampleConfig_hostFuncs() {
+	type priceArgs struct {
+		SKU string `json:"sku"`
+	}
+	prices := map[string]float64{"apple": 0.5, "pear": 0.75}
+	ctx := context.Background()
+	sb, err := wasmpy.New(ctx, wasmpy.Config{
+		Disable: []string{"ask_llm"}, // this program has no LLM to offer
+		HostFuncs: hostfuncs.Table{"price": hostfuncs.Typed(func(ctx context.Context, a priceArgs) (float64, error) {
+			p, ok := prices[a.SKU]
+			if !ok {
+				return 0, hostfuncs.Errorf(hostfuncs.ValueError, "unknown sku %q", a.SKU)
+			}
+			return p, nil
+		})},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Close(ctx)
+
+	res, err := sb.Run(ctx, wasmpy.Job{Code: `
+total = price(sku="apple") * 4 + price(sku="pear")
+try:
+    price(sku="durian")
+except ValueError as e:
+    print(e)
+submit_result({"total": total})
+`})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(res.Stdout)
+	fmt.Println(string(res.Result), res.HostCalls[0].Name, len(res.HostCalls))
+	// Output:
+	// unknown sku "durian"
+	// {"total":2.75} price 4
 }

@@ -14,6 +14,7 @@
 package wasmpy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -197,7 +198,10 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 	}
 	res := newResult(out)
 	if v, ok := caps.result.Value(); ok {
-		res.Result = v
+		var compact bytes.Buffer
+		if json.Compact(&compact, v) == nil { // the sink has checked it is JSON
+			res.Result = compact.Bytes()
+		}
 	}
 	res.Files = caps.workspace.Changes()
 	res.LLM = caps.llm.Usage()

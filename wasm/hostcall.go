@@ -173,7 +173,7 @@ func (st *runState) serve(ctx context.Context, raw []byte) []byte {
 		return errorResponse(hostfuncs.Errorf(hostfuncs.HostError, "no capability named %q in this run", req.Fn))
 	}
 	start := time.Now()
-	value, err := fn(ctx, req.Args)
+	value, err := callSafely(ctx, fn, req)
 	var resp []byte
 	if err == nil {
 		resp, err = okResponse(value)
@@ -186,6 +186,17 @@ func (st *runState) serve(ctx context.Context, raw []byte) []byte {
 	}
 	st.log(call)
 	return resp
+}
+
+// callSafely runs a capability; a panic in it (an embedder's bug) fails the
+// call, not the run or the host.
+func callSafely(ctx context.Context, fn hostfuncs.Func, req request) (value any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			value, err = nil, hostfuncs.Errorf(hostfuncs.HostError, "capability %s failed: %v", req.Fn, r)
+		}
+	}()
+	return fn(ctx, req.Args)
 }
 
 func (st *runState) log(c HostCall) {
