@@ -3,6 +3,8 @@
 # make test  runs every test against the real interpreter
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
+# The fuel instrumenter's test also meters the npm build, a WASI command.
+export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 
 .PHONY: all wasmpy interpreter test bench fuzz clean
 all: wasmpy interpreter

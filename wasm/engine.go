@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	mrand "math/rand/v2"
 	"path/filepath"
 	"testing/fstest"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/internal/fuel"
 	"github.com/wasmpy/wasmpy/pyhost"
 )
 
@@ -43,6 +45,10 @@ const (
 // Config says which interpreter an Engine runs.
 type Config struct {
 	Interpreter *assets.Interpreter
+	// Unmetered runs the interpreter as built, without fuel instrumentation:
+	// runs then report no fuel and Run.Fuel is refused. For measuring what
+	// metering costs.
+	Unmetered bool
 	// CacheDir keeps compiled code and snapshot images across processes;
 	// "" disables both.
 	CacheDir string
@@ -50,10 +56,11 @@ type Config struct {
 
 // Engine holds one compiled interpreter; it is safe for concurrent Runs.
 type Engine struct {
-	interp *assets.Interpreter
-	rt     wazero.Runtime
-	mod    wazero.CompiledModule
-	stdlib wazero.FSConfig
+	interp  *assets.Interpreter
+	metered bool
+	rt      wazero.Runtime
+	mod     wazero.CompiledModule
+	stdlib  wazero.FSConfig
 
 	// The wasmpy build starts every run from image, the memory of an
 	// interpreter that has run its initialisation.
@@ -75,7 +82,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		rc = rc.WithCompilationCache(cache)
 	}
-	e := &Engine{interp: cfg.Interpreter, rt: wazero.NewRuntimeWithConfig(ctx, rc)}
+	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc)}
 	if err := e.start(ctx, cfg.CacheDir); err != nil {
 		e.rt.Close(ctx)
 		return nil, err
@@ -96,7 +103,14 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 	if err := instantiateHostModule(ctx, e.rt); err != nil {
 		return fmt.Errorf("wasmpy: host module: %w", err)
 	}
-	mod, err := e.rt.CompileModule(ctx, e.interp.Wasm)
+	wasm := e.interp.Wasm
+	if e.metered {
+		var err error
+		if wasm, err = fuel.Instrument(wasm); err != nil {
+			return fmt.Errorf("wasmpy: metering the interpreter: %w", err)
+		}
+	}
+	mod, err := e.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return fmt.Errorf("wasmpy: compile interpreter: %w", err)
 	}
@@ -206,6 +220,12 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if r.Fuel > 0 && !e.metered {
+		return nil, errors.New("wasmpy: a fuel limit needs a metered engine")
+	}
+	if r.Fuel > math.MaxInt64 {
+		return nil, fmt.Errorf("wasmpy: fuel limit %d exceeds %d", r.Fuel, int64(math.MaxInt64))
+	}
 	memLimit := r.MemoryLimit
 	if memLimit == 0 {
 		memLimit = DefaultMemoryLimit
@@ -246,12 +266,19 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	cfg := e.moduleConfig(st.clock, r.Deterministic).
 		WithStdin(bytes.NewReader(r.Stdin)).WithStdout(stdout).WithStderr(stderr)
 
+	meter := &meter{budget: math.MaxInt64}
+	if r.Fuel > 0 {
+		meter.budget = int64(r.Fuel)
+	}
+	if !e.metered {
+		meter = nil
+	}
 	start := time.Now()
 	var runErr error
 	if e.interp.Kind == assets.Wasmpy {
-		runErr = e.runSnapshot(runCtx, cfg, mem)
+		runErr = e.runSnapshot(runCtx, cfg, mem, meter)
 	} else {
-		runErr = e.runCommand(runCtx, cfg, string(jobJSON))
+		runErr = e.runCommand(runCtx, cfg, string(jobJSON), meter)
 	}
 	out := &Outcome{
 		Duration:        time.Since(start),
@@ -260,6 +287,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		StdoutTruncated: stdout.truncated,
 		StderrTruncated: stderr.truncated,
 		MemoryPeak:      mem.peak.Load(),
+		FuelUsed:        meter.used(),
 	}
 	st.mu.Lock()
 	rep := st.report
@@ -271,7 +299,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if cause := context.Cause(runCtx); errors.Is(cause, context.Canceled) && ctx.Err() != nil {
 		return nil, ctx.Err() // the caller gave up: no outcome to speak of
 	}
-	e.classify(out, runCtx, runErr, rep, mem)
+	e.classify(out, runCtx, runErr, rep, mem, meter)
 	return out, nil
 }
 
@@ -291,17 +319,21 @@ func (e *Engine) moduleConfig(clk *clock, deterministic bool) wazero.ModuleConfi
 }
 
 // runCommand runs a plain WASI build: python -c <bootstrap> <job>.
-func (e *Engine) runCommand(ctx context.Context, cfg wazero.ModuleConfig, jobJSON string) error {
-	cfg = cfg.WithArgs("python", "-c", pyhost.Bootstrap(pyhost.CommandMain), jobJSON)
+func (e *Engine) runCommand(ctx context.Context, cfg wazero.ModuleConfig, jobJSON string, meter *meter) error {
+	cfg = cfg.WithArgs("python", "-c", pyhost.Bootstrap(pyhost.CommandMain), jobJSON).WithStartFunctions()
 	m, err := e.rt.InstantiateModule(ctx, e.mod, cfg)
-	if m != nil {
-		m.Close(ctx)
+	if err != nil {
+		return err
 	}
+	defer m.Close(ctx)
+	meter.start(m)
+	defer meter.stop()
+	_, err = call(ctx, m, "_start")
 	return err
 }
 
 // classify fills in ExitCode and Failure.
-func (e *Engine) classify(out *Outcome, ctx context.Context, runErr error, rep *report, mem *memory) {
+func (e *Engine) classify(out *Outcome, ctx context.Context, runErr error, rep *report, mem *memory, meter *meter) {
 	var exit *sys.ExitError
 	exited := errors.As(runErr, &exit)
 	switch cause := context.Cause(ctx); {
@@ -309,6 +341,8 @@ func (e *Engine) classify(out *Outcome, ctx context.Context, runErr error, rep *
 		out.Failure = &Failure{Kind: KindOutput, Message: "output limit exceeded: the run was stopped"}
 	case errors.Is(cause, context.DeadlineExceeded):
 		out.Failure = &Failure{Kind: KindTimeout, Message: "time limit exceeded"}
+	case meter.exhausted() && runErr != nil:
+		out.Failure = &Failure{Kind: KindFuel, Message: fmt.Sprintf("fuel budget of %d units exhausted", meter.budget)}
 	case rep != nil && rep.Type == "MemoryError", mem.refused.Load() && runErr != nil && !exited:
 		out.Failure = &Failure{Kind: KindMemory, Message: fmt.Sprintf("memory limit of %d bytes exceeded", mem.limit)}
 		if rep != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -63,6 +64,9 @@ func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 		return nil, 0, fmt.Errorf("wasmpy: instantiate interpreter: %w", err)
 	}
 	defer m.Close(ctx)
+	if e.metered {
+		(&meter{budget: math.MaxInt64}).start(m)
+	}
 	fail := func(step string, err error) ([]byte, uint32, error) {
 		return nil, 0, fmt.Errorf("wasmpy: interpreter %s: %v: %s", step, err, stderr.bytes())
 	}
@@ -95,7 +99,7 @@ func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 
 // runSnapshot starts a fresh instance, lays the image over its memory and
 // runs the job: no start function runs, the interpreter is already up.
-func (e *Engine) runSnapshot(ctx context.Context, cfg wazero.ModuleConfig, mem *memory) error {
+func (e *Engine) runSnapshot(ctx context.Context, cfg wazero.ModuleConfig, mem *memory, meter *meter) error {
 	size := uint64(e.image.size)
 	if size > mem.limit {
 		mem.refused.Store(true)
@@ -115,6 +119,8 @@ func (e *Engine) runSnapshot(ctx context.Context, cfg wazero.ModuleConfig, mem *
 	if err := mem.restore(); err != nil {
 		return err
 	}
+	meter.start(m)
+	defer meter.stop()
 	_, err = call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
 	return err
 }
