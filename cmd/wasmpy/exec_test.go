@@ -148,3 +148,21 @@ func TestParseSize(t *testing.T) {
 		require.Error(t, err, in)
 	}
 }
+
+func TestExecFuel(t *testing.T) {
+	code, _, errOut := wasmpyCLI(t, "", "exec", "--fuel", "1000000", "-c", "while True: pass")
+	require.Equal(t, 123, code)
+	require.Contains(t, errOut, "fuel budget of 1000000 units exhausted")
+
+	_, out1, _ := wasmpyCLI(t, "", "exec", "--json", "--fuel", "100000000", "-c", "print(sum(range(10000)))")
+	_, out2, _ := wasmpyCLI(t, "", "exec", "--json", "--fuel", "100000000", "-c", "print(sum(range(10000)))")
+	var r1, r2 struct {
+		Stdout   string `json:"stdout"`
+		FuelUsed uint64 `json:"fuel_used"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out1), &r1))
+	require.NoError(t, json.Unmarshal([]byte(out2), &r2))
+	require.Equal(t, "49995000\n", r1.Stdout, out1)
+	require.NotZero(t, r1.FuelUsed)
+	require.Equal(t, r1.FuelUsed, r2.FuelUsed)
+}
