@@ -33,6 +33,7 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/fuel"
+	"github.com/wasmpy/wasmpy/internal/wasmbin"
 	"github.com/wasmpy/wasmpy/pyhost"
 )
 
@@ -63,8 +64,10 @@ type Engine struct {
 	stdlib  wazero.FSConfig
 
 	// The wasmpy build starts every run from image, the memory of an
-	// interpreter that has run its initialisation.
+	// interpreter that has run its initialisation. Its module is compiled
+	// without the data segments, which are kept in data for initialise.
 	image *image
+	data  []wasmbin.Segment
 }
 
 // New compiles the interpreter (or loads it from the cache) and, for the
@@ -104,6 +107,14 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 		return fmt.Errorf("wasmpy: host module: %w", err)
 	}
 	wasm := e.interp.Wasm
+	if e.interp.Kind == assets.Wasmpy {
+		// Runs start from the snapshot image, which holds what the data
+		// segments would write; only initialise writes them, itself.
+		var err error
+		if wasm, e.data, err = wasmbin.DropActiveData(wasm); err != nil {
+			return fmt.Errorf("wasmpy: interpreter: %w", err)
+		}
+	}
 	if e.metered {
 		var err error
 		if wasm, err = fuel.Instrument(wasm); err != nil {
