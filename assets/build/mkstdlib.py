@@ -1,0 +1,97 @@
+"""Write the guest's standard library as a deterministic zip of .pyc files.
+
+Run by build.sh with the native build Python (same version as the guest, so
+the bytecode magic matches):
+
+    python mkstdlib.py --lib SRC/Lib --extra FILE.py ... --out python313.zip
+
+Every module is compiled at optimization level 0 into an unchecked-hash .pyc
+(no timestamps, never revalidated against a source: the zip holds none).
+Entries are sorted, carry one fixed date and fixed attributes, and are
+deflated at level 9, so the same sources and the same zlib give the same
+bytes. co_filename is the path zipimport reports as __file__ (minus the c),
+under /usr/local/lib/python313.zip, independent of the build directory.
+"""
+
+import argparse
+import importlib._bootstrap_external as bootstrap_external
+import importlib.util
+import os
+import sys
+import time
+import zipfile
+
+# Top-level entries of Lib/ left out: development tools, tests, GUI, packaging,
+# and packages whose C half does not exist on WASI.
+PRUNE_TOP = {
+    "__hello__.py", "__phello__", "_pyrepl", "ctypes", "curses", "ensurepip",
+    "idlelib", "lib2to3", "pydoc_data", "site-packages", "sqlite3", "test",
+    "tkinter", "turtle.py", "turtledemo", "venv",
+}
+# Kept from pruned packages: pydoc (and so help()) imports _pyrepl.pager.
+KEEP = {"_pyrepl/__init__.py", "_pyrepl/pager.py"}
+PRUNE_DIRS = {"__pycache__"}  # at any depth
+
+
+def collect(lib):
+    """Yield (relative posix path, absolute path) of the .py files to ship."""
+    for root, dirs, files in os.walk(lib):
+        rel_root = os.path.relpath(root, lib)
+        rel_root = "" if rel_root == "." else rel_root.replace(os.sep, "/") + "/"
+        dirs[:] = sorted(d for d in dirs if d not in PRUNE_DIRS)
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            rel = rel_root + name
+            if rel.split("/", 1)[0] in PRUNE_TOP and rel not in KEEP:
+                continue
+            yield rel, os.path.join(root, name)
+
+
+def pyc(source, co_filename):
+    code = compile(source, co_filename, "exec", dont_inherit=True, optimize=0)
+    return bootstrap_external._code_to_hash_pyc(
+        code, importlib.util.source_hash(source), checked=False)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lib", required=True, help="the source tree's Lib/")
+    ap.add_argument("--extra", action="append", default=[],
+                    help="a generated top-level module to add (e.g. _sysconfigdata)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--zip-path", default="/usr/local/lib/python313.zip",
+                    help="where the guest sees the zip (for co_filename)")
+    ap.add_argument("--epoch", type=int,
+                    default=int(os.environ.get("SOURCE_DATE_EPOCH", "315532800")))
+    args = ap.parse_args()
+
+    if sys.flags.optimize:
+        sys.exit("mkstdlib: run without -O")
+
+    files = dict(collect(args.lib))
+    for path in args.extra:
+        files[os.path.basename(path)] = path
+
+    # Zip dates have no zone and start in 1980.
+    date = time.gmtime(max(args.epoch, 315532800))[:6]
+    entries = []
+    for rel in sorted(files):
+        with open(files[rel], "rb") as f:
+            source = f.read()
+        entries.append((rel[:-3] + ".pyc", pyc(source, f"{args.zip_path}/{rel}")))
+
+    tmp = args.out + ".tmp"
+    with zipfile.ZipFile(tmp, "w") as zf:
+        for name, data in entries:
+            info = zipfile.ZipInfo(name, date_time=date)
+            info.create_system = 3
+            info.external_attr = 0o100644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data, compresslevel=9)
+    os.replace(tmp, args.out)
+    print(f"mkstdlib: {len(entries)} modules, {os.path.getsize(args.out)} bytes")
+
+
+if __name__ == "__main__":
+    main()
