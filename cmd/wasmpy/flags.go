@@ -1,9 +1,12 @@
 package main
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,4 +157,55 @@ func newSandbox(c *cli.Context, cfg wasmpy.Config) (*wasmpy.Sandbox, error) {
 		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}
 	}
 	return sb, nil
+}
+
+// reparse lets flags follow the positional arguments, as in
+// `wasmpy net build net.yaml --out DIR` or `wasmpy gen "a task" --json`:
+// urfave/cli v2 stops parsing flags at the first positional argument. It
+// returns a context with those flags parsed too; "--" still ends the flags.
+func reparse(c *cli.Context) (*cli.Context, error) {
+	rest := c.Args().Slice()
+	if !slices.ContainsFunc(rest, func(a string) bool { return len(a) > 1 && a[0] == '-' }) {
+		return c, nil
+	}
+	set := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+	set.SetOutput(io.Discard)
+	for _, f := range append([]cli.Flag{cli.HelpFlag}, c.Command.Flags...) {
+		if set.Lookup(f.Names()[0]) == nil {
+			if err := f.Apply(set); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, f := range c.Command.Flags { // the flags before the first positional
+		if name := f.Names()[0]; c.IsSet(name) {
+			if err := set.Set(name, fmt.Sprint(c.Value(name))); err != nil {
+				return nil, usageErr("%s --%s: %v", c.Command.Name, name, err)
+			}
+		}
+	}
+	var args []string
+	for len(rest) > 0 {
+		if err := set.Parse(rest); err != nil {
+			return nil, usageErr("%s %v", c.Command.Name, err)
+		}
+		left := set.Args()
+		if n := len(rest) - len(left); n > 0 && rest[n-1] == "--" {
+			args = append(args, left...) // after "--", all positional
+			break
+		}
+		if len(left) == 0 {
+			break
+		}
+		args, rest = append(args, left[0]), left[1:]
+	}
+	if set.Lookup("help").Value.String() == "true" {
+		return nil, cli.ShowSubcommandHelp(c)
+	}
+	if err := set.Parse(append([]string{"--"}, args...)); err != nil {
+		return nil, err
+	}
+	nc := cli.NewContext(c.App, set, c.Lineage()[1])
+	nc.Command, nc.Context = c.Command, c.Context
+	return nc, nil
 }

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/codegen"
+	"github.com/wasmpy/wasmpy/hostfuncs"
+)
+
+func genCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "gen",
+		Usage:     "ask an LLM for Python that does a task, check it, and run it in the sandbox",
+		ArgsUsage: "TASK... | -",
+		Description: "Asks the LLM (--llm-base-url) for a program doing TASK (- reads it from stdin), checks it with\n" +
+			"Python's ast inside the sandbox (syntax, imports outside --allow-import, forbidden builtins,\n" +
+			"dunder tricks, a missing submit_result), runs it, and on failure asks again with the error,\n" +
+			"up to --attempts times. Code that worked is cached (--no-cache to ask anyway).\n" +
+			"Prints the program's output, then the result it submitted as JSON; --json prints one object:\n" +
+			"exec --json's fields plus code, cached and attempts. Exits 1 when no attempt succeeded.",
+		Flags: append(append([]cli.Flag{
+			&cli.BoolFlag{Name: "no-result", Usage: "the task needs no submit_result (it only prints or writes files)"},
+		}, codegenFlags()...), append(limitFlags(), capabilityFlags()...)...),
+		Action: genAction,
+	}
+}
+
+// codegenFlags are the flags gen and def share.
+func codegenFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON object: the run's result, the code and every attempt"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the validated code without running it"},
+		&cli.BoolFlag{Name: "show-code", Usage: "print the code before its output"},
+		&cli.BoolFlag{Name: "no-cache", Usage: "ask the LLM even when the code cache has an answer"},
+		&cli.StringFlag{Name: "code-cache", EnvVars: []string{"WASMPY_CODE_CACHE"}, Usage: "`DIR` of the code cache (default: codegen/ in the cache dir)"},
+		&cli.IntFlag{Name: "attempts", Value: codegen.DefaultAttempts, Usage: "LLM replies to try before giving up"},
+		&cli.StringFlag{Name: "template", Usage: "prompt template `FILE` overriding the embedded one ({{define \"system\"}}... see --print-template)"},
+		&cli.BoolFlag{Name: "print-template", Usage: "print the embedded prompt template and exit"},
+		&cli.IntFlag{Name: "llm-retries", Value: codegen.DefaultLLMRetries, Usage: "retries of a failed LLM request (429, 5xx, timeouts)"},
+		&cli.StringFlag{Name: "llm-backoff", Value: codegen.DefaultBackoff.String(), Usage: "delay before the first LLM retry, doubled each time, with jitter"},
+		interpreterFlag, cacheFlag,
+	}
+}
+
+func genAction(c *cli.Context) error {
+	c, err := reparse(c)
+	if err != nil || c == nil {
+		return err
+	}
+	if c.Bool("print-template") {
+		_, err := io.WriteString(c.App.Writer, codegen.TaskTemplate())
+		return err
+	}
+	task, err := genTask(c)
+	if err != nil {
+		return err
+	}
+	g, sb, err := newGenerator(c, "task")
+	if err != nil {
+		return err
+	}
+	defer sb.Close(c.Context)
+	rep, err := g.Task(c.Context, task)
+	if rep == nil && err != nil {
+		return codegenErr(c, err)
+	}
+	if c.Bool("json") {
+		if err := printJSON(c.App.Writer, codegenJSON{Result: rep.Result, Code: rep.Code, Cached: rep.Cached, Attempts: rep.Attempts}); err != nil {
+			return err
+		}
+	} else {
+		noteAttempts(c, rep, err == nil)
+	}
+	if err != nil {
+		return codegenErr(c, err)
+	}
+	if c.Bool("dry-run") {
+		if !c.Bool("json") {
+			io.WriteString(c.App.Writer, rep.Code)
+		}
+		return nil
+	}
+	if err := writeOut(c, rep.Result); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return nil
+	}
+	w := c.App.Writer
+	if c.Bool("show-code") {
+		showCode(w, rep)
+		io.WriteString(w, "# --- output ---\n")
+	}
+	io.WriteString(w, rep.Result.Stdout)
+	io.WriteString(c.App.ErrWriter, rep.Result.Stderr)
+	if submitted := rep.Result.Result; len(submitted) > 0 && string(submitted) != "null" {
+		if c.Bool("show-code") {
+			io.WriteString(w, "# --- result ---\n")
+		}
+		fmt.Fprintf(w, "%s\n", submitted)
+	}
+	return nil
+}
+
+// genTask reads the task: the arguments, or stdin for "-".
+func genTask(c *cli.Context) (string, error) {
+	args := c.Args().Slice()
+	if len(args) == 1 && args[0] == "-" {
+		b, err := readAll(c.App.Reader, "stdin")
+		if err != nil {
+			return "", err
+		}
+		args = []string{string(b)}
+	}
+	task := strings.TrimSpace(strings.Join(args, " "))
+	if task == "" {
+		return "", usageErr("gen: no task: give it as arguments, or - to read it from stdin")
+	}
+	return task, nil
+}
+
+// newGenerator opens a sandbox and a Generator configured by the flags.
+// kind is "task" or "function", for --template.
+func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sandbox, error) {
+	lim, err := limits(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := sandboxConfig(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c.Int("attempts") < 1 {
+		return nil, nil, usageErr("--attempts must be at least 1")
+	}
+	backoff, err := time.ParseDuration(c.String("llm-backoff"))
+	if err != nil || backoff <= 0 {
+		return nil, nil, usageErr("--llm-backoff %q: want a positive duration such as 500ms or 2s", c.String("llm-backoff"))
+	}
+	opts := codegen.Options{
+		Model:          cfg.LLM.Model,
+		Attempts:       c.Int("attempts"),
+		AllowImports:   cfg.AllowImports, // nil: the default allowlist
+		ResultOptional: c.Bool("no-result"),
+		DryRun:         c.Bool("dry-run"),
+		Limits:         lim,
+		LLMRetries:     c.Int("llm-retries"),
+		Backoff:        backoff,
+	}
+	if opts.LLMRetries == 0 {
+		opts.LLMRetries = -1 // --llm-retries 0 means none
+	}
+	// The allowlist binds at run time too; the validator's and the def
+	// harness's own imports are added for them.
+	allow := opts.AllowImports
+	if allow == nil {
+		allow = codegen.DefaultAllowImports
+	}
+	cfg.AllowImports = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(allow), codegen.HelperImports...))))
+	if path := c.String("template"); path != "" {
+		b, err := readFile(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if kind == "task" {
+			opts.TaskTemplate = string(b)
+		} else {
+			opts.FunctionTemplate = string(b)
+		}
+	}
+	if !c.Bool("no-cache") {
+		if opts.CacheDir, err = codeCacheDir(c); err != nil {
+			return nil, nil, err
+		}
+	}
+	sb, err := newSandbox(c, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := codegen.New(sb, hostfuncs.NewLLM(cfg.LLM), opts)
+	if err != nil {
+		sb.Close(c.Context)
+		return nil, nil, usageErr("%s", strings.TrimPrefix(err.Error(), "codegen: "))
+	}
+	return g, sb, nil
+}
+
+func codeCacheDir(c *cli.Context) (string, error) {
+	if dir := c.String("code-cache"); dir != "" {
+		return dir, nil
+	}
+	dir := c.String("cache-dir")
+	if dir == "" {
+		var err error
+		if dir, err = assets.DefaultCacheDir(); err != nil {
+			return "", &exitError{code: exitWasmpy, msg: oneLine(err)}
+		}
+	}
+	return filepath.Join(dir, "codegen"), nil
+}
+
+// codegenJSON is what gen --json and def --json print: exec --json's fields
+// (absent when nothing ran), then the code and the attempts.
+type codegenJSON struct {
+	*wasmpy.Result
+	Function string            `json:"function,omitempty"`
+	Value    json.RawMessage   `json:"value,omitempty"`
+	Code     string            `json:"code"`
+	Cached   bool              `json:"cached"`
+	Attempts []codegen.Attempt `json:"attempts"`
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// noteAttempts tells stderr about the attempts that failed.
+func noteAttempts(c *cli.Context, rep *codegen.Report, ok bool) {
+	for i, a := range rep.Attempts {
+		if ok && i == len(rep.Attempts)-1 {
+			break
+		}
+		fmt.Fprintf(c.App.ErrWriter, "wasmpy: %s: attempt %d (%s): %s\n", c.Command.Name, i+1, a.Source, oneLineText(a.Summary()))
+	}
+}
+
+func showCode(w io.Writer, rep *codegen.Report) {
+	last := rep.Attempts[len(rep.Attempts)-1]
+	fmt.Fprintf(w, "# --- code (attempt %d, from the %s) ---\n%s", len(rep.Attempts), map[string]string{"llm": "LLM", "cache": "cache"}[last.Source], rep.Code)
+}
+
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// codegenErr maps a generation's error to an exit status and a line.
+func codegenErr(c *cli.Context, err error) error {
+	name := c.Command.Name
+	msg := strings.TrimPrefix(oneLineText(err.Error()), "codegen: ")
+	switch {
+	case errors.Is(err, hostfuncs.ErrLLMNotConfigured):
+		return usageErr("%s: no LLM configured: set --llm-base-url or WASMPY_LLM_BASE_URL", name)
+	case errors.Is(err, codegen.ErrGaveUp):
+		return &exitError{code: 1, msg: name + ": " + msg}
+	}
+	// The LLM unreachable or refusing, the validator failing: not the code's fault.
+	return &exitError{code: exitWasmpy, msg: name + ": " + msg}
+}

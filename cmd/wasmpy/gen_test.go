@@ -1,0 +1,192 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/internal/llmtest"
+)
+
+// pyReply is a model's reply holding code in a fence.
+func pyReply(code string) llmtest.Reply {
+	return llmtest.Reply{Content: "Sure.\n```python\n" + code + "\n```"}
+}
+
+const genGood = "import math\nsubmit_result({'pi': round(math.pi, 2)})"
+
+// codegenArgs are the flags every gen/def test needs: the fake LLM, a
+// private code cache, fast backoff.
+func codegenArgs(t *testing.T, srv *llmtest.Server) []string {
+	return []string{"--llm-base-url", srv.URL(), "--code-cache", t.TempDir(), "--llm-backoff", "1ms"}
+}
+
+func TestGenRetriesThenPrints(t *testing.T) {
+	srv := llmtest.New(t, pyReply("import os\nsubmit_result(os.getcwd())"), pyReply(genGood))
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen"}, append(codegenArgs(t, srv), "submit", "pi")...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "{\"pi\":3.14}\n", out)
+	require.Contains(t, errOut, "wasmpy: gen: attempt 1 (llm): invalid: line 1: import of 'os' is not allowed")
+	require.Equal(t, "Task: submit pi", srv.Requests()[0].Chat.Messages[1].Content)
+	require.Contains(t, srv.Requests()[1].Chat.Messages[3].Content, "import of 'os' is not allowed")
+}
+
+// Flags may follow the task, and --json prints exactly one object: exec
+// --json's fields plus the code and the attempts.
+func TestGenJSON(t *testing.T) {
+	srv := llmtest.New(t, pyReply("print('working')\n"+genGood))
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen", "submit pi"}, append(codegenArgs(t, srv), "--json")...)...)
+	require.Equal(t, 0, code, errOut)
+	dec := json.NewDecoder(strings.NewReader(out))
+	var got map[string]any
+	require.NoError(t, dec.Decode(&got))
+	require.False(t, dec.More(), "exactly one JSON object on stdout")
+	for _, key := range []string{"exit_code", "stdout", "stderr", "result", "error", "duration_ms", "host_calls", "files", "llm"} {
+		require.Contains(t, got, key, "exec --json's field %s", key)
+	}
+	require.Equal(t, "working\n", got["stdout"])
+	require.Equal(t, map[string]any{"pi": 3.14}, got["result"])
+	require.Equal(t, "print('working')\n"+genGood+"\n", got["code"])
+	require.Equal(t, false, got["cached"])
+	attempts := got["attempts"].([]any)
+	require.Len(t, attempts, 1)
+	require.Equal(t, "ok", attempts[0].(map[string]any)["outcome"])
+}
+
+func TestGenCacheHit(t *testing.T) {
+	srv := llmtest.New(t, pyReply(genGood))
+	args := append([]string{"gen"}, append(codegenArgs(t, srv), "submit pi")...)
+	code, _, errOut := wasmpyCLI(t, "", args...)
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut := wasmpyCLI(t, "", append(args, "--show-code")...)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, srv.Requests(), 1, "the second run asked the LLM nothing")
+	require.Equal(t, "# --- code (attempt 1, from the cache) ---\n"+genGood+"\n# --- output ---\n# --- result ---\n{\"pi\":3.14}\n", out)
+
+	// --no-cache asks anyway.
+	srv.Enqueue(pyReply(genGood))
+	code, _, errOut = wasmpyCLI(t, "", append(args, "--no-cache")...)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, srv.Requests(), 2)
+}
+
+// --dry-run prints the validated code and runs nothing: this code would fail.
+func TestGenDryRun(t *testing.T) {
+	srv := llmtest.New(t, pyReply("submit_result(1 / 0)"))
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen", "--dry-run"}, append(codegenArgs(t, srv), "divide by zero")...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "submit_result(1 / 0)\n", out)
+	require.Empty(t, errOut)
+}
+
+func TestGenGivesUp(t *testing.T) {
+	srv := llmtest.New(t, pyReply("submit_result(1 / 0)"), pyReply("import os"))
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen", "--attempts", "2"}, append(codegenArgs(t, srv), "divide")...)...)
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "wasmpy: gen: attempt 1 (llm): exception: ZeroDivisionError: division by zero\n")
+	require.Contains(t, errOut, "wasmpy: gen: attempt 2 (llm): invalid: line 1: import of 'os' is not allowed")
+	require.Contains(t, errOut, "wasmpy: gen: no attempt succeeded in 2 attempts; the last: invalid")
+
+	// With --json the attempts are in the object, and the status says it.
+	srv.Enqueue(pyReply("submit_result(1 / 0)"))
+	code, out, _ = wasmpyCLI(t, "", append([]string{"gen", "--attempts", "1", "--json"}, append(codegenArgs(t, srv), "divide")...)...)
+	require.Equal(t, 1, code)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	require.Equal(t, "exception", got["error"].(map[string]any)["kind"])
+	require.Equal(t, "exception", got["attempts"].([]any)[0].(map[string]any)["outcome"])
+}
+
+func TestGenBackoff(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Reply{Status: 429}, llmtest.Reply{Status: 500}, pyReply(genGood))
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen"}, append(codegenArgs(t, srv), "submit pi")...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "{\"pi\":3.14}\n", out)
+	require.Len(t, srv.Requests(), 3)
+
+	srv.Enqueue(llmtest.Reply{Status: 503}, llmtest.Reply{Status: 503})
+	code, _, errOut = wasmpyCLI(t, "", append([]string{"gen", "--llm-retries", "1"}, append(codegenArgs(t, srv), "other task")...)...)
+	require.Equal(t, exitWasmpy, code)
+	require.Contains(t, errOut, "wasmpy: gen: asking the LLM (1 retries): wasmpy: llm: status 503")
+}
+
+func TestGenWorkspaceAndOptions(t *testing.T) {
+	ws := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("b a b"), 0o644))
+	srv := llmtest.New(t, pyReply("print(sorted(read_file('notes.txt').split()))\nwrite_file('out.txt', 'done')"))
+	outDir := t.TempDir()
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen", "--no-result", "--workspace", ws, "--out", outDir, "--allow-import", "math,re"},
+		append(codegenArgs(t, srv), "sort the words")...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "['a', 'b', 'b']\n", out)
+	data, err := os.ReadFile(filepath.Join(outDir, "out.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "done", string(data))
+	system := srv.Requests()[0].Chat.Messages[0].Content
+	require.Contains(t, system, "Import only these modules: math, re.")
+	require.NotContains(t, system, "must call submit_result")
+
+	// The allowlist binds: json is not in it.
+	srv.Enqueue(pyReply("import json\nprint(json.dumps(1))"))
+	code, _, errOut = wasmpyCLI(t, "", append([]string{"gen", "--no-result", "--allow-import", "math", "--attempts", "1"},
+		append(codegenArgs(t, srv), "print json")...)...)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "import of 'json' is not allowed; the allowed modules are: math")
+}
+
+func TestGenTemplate(t *testing.T) {
+	code, out, _ := wasmpyCLI(t, "", "gen", "--print-template")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `{{define "system" -}}`)
+
+	tmpl := writeScript(t, "prompt.tmpl", `{{define "system"}}You are terse. Modules: {{join .AllowImports " "}}{{end}}`)
+	srv := llmtest.New(t, pyReply(genGood))
+	code, _, errOut := wasmpyCLI(t, "", append([]string{"gen", "--template", tmpl, "--allow-import", "math"}, append(codegenArgs(t, srv), "pi")...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "You are terse. Modules: math", srv.Requests()[0].Chat.Messages[0].Content)
+	require.Equal(t, "Task: pi", srv.Requests()[0].Chat.Messages[1].Content, "the user template stays embedded")
+}
+
+func TestGenBadInput(t *testing.T) {
+	t.Setenv("WASMPY_LLM_BASE_URL", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	srv := llmtest.New(t)
+	badTmpl := writeScript(t, "bad.tmpl", "no defines here")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no task", []string{"gen", "--no-cache"}, exitUsage, "gen: no task"},
+		{"no LLM", []string{"gen", "--no-cache", "do it"}, exitUsage, "gen: no LLM configured: set --llm-base-url"},
+		{"zero attempts", append([]string{"gen", "--attempts", "0"}, append(codegenArgs(t, srv), "x")...), exitUsage, "--attempts must be at least 1"},
+		{"bad backoff", []string{"gen", "--llm-backoff", "soon", "x"}, exitUsage, `--llm-backoff "soon"`},
+		{"bad template", append([]string{"gen", "--template", badTmpl}, append(codegenArgs(t, srv), "x")...), exitUsage, "defines none of"},
+		{"missing template", []string{"gen", "--template", "/nonexistent/t.tmpl", "x"}, exitUsage, "no such file"},
+		{"bad allowlist", append([]string{"gen", "--allow-import", "os.path"}, append(codegenArgs(t, srv), "x")...), exitUsage, `"os.path" is not a module name`},
+		{"unknown flag after the task", []string{"gen", "x", "--frobnicate"}, exitUsage, "flag provided but not defined: -frobnicate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := wasmpyCLI(t, "", tc.args...)
+			require.Equal(t, tc.code, code, errOut)
+			require.Empty(t, out)
+			require.Contains(t, errOut, tc.want)
+			require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		})
+	}
+	require.Empty(t, srv.Requests())
+}
+
+func TestGenTaskFromStdin(t *testing.T) {
+	srv := llmtest.New(t, pyReply(genGood))
+	code, out, errOut := wasmpyCLI(t, "submit pi\nto two places\n", append([]string{"gen", "-"}, codegenArgs(t, srv)...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "{\"pi\":3.14}\n", out)
+	require.Equal(t, "Task: submit pi\nto two places", srv.Requests()[0].Chat.Messages[1].Content)
+}

@@ -1,0 +1,37 @@
+// Package codegen turns what people and agents ask for into Python that runs
+// in the wasmpy sandbox: a task, a function signature, or a Petri net.
+//
+// Task and Function ask an LLM (the OpenAI-compatible hostfuncs.LLM, the
+// client ask_llm uses too) for code, take the code out of the reply
+// (Extract), check it with Python's own ast module inside the sandbox
+// (Validate: syntax, imports outside an allowlist, forbidden builtins, dunder
+// tricks, a missing submit_result), run it, and on any failure ask again with
+// the error and the failing code, up to Options.Attempts times. LLM transport
+// failures (429, 5xx, timeouts) are retried separately, with exponential
+// backoff and jitter. Code that worked is cached on disk, keyed by a hash of
+// the task, the model and the templates.
+//
+//	sb, _ := wasmpy.New(ctx, wasmpy.Config{})
+//	llm := hostfuncs.NewLLM(hostfuncs.LLMConfigFromEnv(os.Getenv))
+//	gen, err := codegen.New(sb, llm, codegen.Options{CacheDir: dir})
+//	rep, err := gen.Task(ctx, "submit the first 10 primes")
+//	fmt.Println(rep.Code, string(rep.Result.Result)) // [2,3,5,...]
+//
+//	fr, err := gen.Function(ctx, "def add(a: int, b: int) -> int:", []any{2, 3}, nil)
+//	fmt.Println(string(fr.Value)) // 5
+//
+// Nets are read from YAML (ParseNet), their inscriptions and guards checked
+// in the sandbox (Check), and built into a Python artifact (Build): one
+// module per transition and an entrypoint that fires enabled transitions
+// until none is enabled or a step limit is hit. Run does all of it in the
+// sandbox and reports the final marking:
+//
+//	net, err := codegen.ParseNet(yamlBytes) // errors name the element and line
+//	run, err := net.Run(ctx, sb, codegen.NetRunOptions{})
+//	fmt.Println(run.Marking) // map[end:1 start:0]
+//
+// Validation is fast, useful feedback for the model, not a security
+// boundary: the sandbox is. Codegen calls the root wasmpy API like any other
+// user; its own validator imports ast, json and sys (HelperImports), so a
+// sandbox with Config.AllowImports must allow them.
+package codegen

@@ -1,0 +1,58 @@
+package codegen_test
+
+import (
+	"fmt"
+
+	"github.com/wasmpy/wasmpy/codegen"
+)
+
+func ExampleExtract() {
+	reply := "Here you go:\n\n```python\nprint(sum(range(10)))\n```\n\nIt prints 45."
+	fmt.Print(codegen.Extract(reply))
+	// Output: print(sum(range(10)))
+}
+
+func ExampleParseNet() {
+	net, err := codegen.ParseNet([]byte(`
+net:
+  id: greeter
+  places:
+    - {id: start, tokens: 1}
+    - {id: end}
+  transitions:
+    - {id: say, inscription: print("hello")}
+  arcs:
+    - {source: start, target: say}
+    - {source: say, target: end}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	art, err := net.Build()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range art.Files {
+		fmt.Println(f.Path)
+	}
+	// Output:
+	// main.py
+	// transitions/say.py
+}
+
+func ExampleParseNet_errors() {
+	_, err := codegen.ParseNet([]byte(`
+net:
+  id: broken
+  places:
+    - {id: start, tokens: 1}
+  transitions:
+    - {id: go}
+  arcs:
+    - {source: strat, target: go}
+`))
+	fmt.Println(err)
+	// Output: codegen: net: line 9: arc 1 (strat -> go): unknown source "strat": no place or transition has this id (places: start; transitions: go)
+}

@@ -1,0 +1,519 @@
+package codegen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/hostfuncs"
+)
+
+// Defaults of Options.
+const (
+	DefaultAttempts   = 3
+	DefaultLLMRetries = 4
+	DefaultBackoff    = time.Second
+	DefaultMaxBackoff = 30 * time.Second
+)
+
+// Options configure a Generator. The zero value works: three attempts, the
+// default import allowlist and forbidden names, a required result, no cache.
+type Options struct {
+	// Model is sent with every request ("" = the LLM client's default). It
+	// is part of the cache key: set it when the cache serves several models.
+	Model string
+	// Temperature is sent with every request (nil = the server's default).
+	Temperature *float64
+	// Attempts is how many replies to ask the LLM for before giving up
+	// (0 = DefaultAttempts). Code from the cache is tried first, as an extra.
+	Attempts int
+	// AllowImports are the only modules generated code may import (nil =
+	// DefaultAllowImports; empty = none).
+	AllowImports []string
+	// ForbiddenNames are builtins generated code may not use (nil =
+	// DefaultForbiddenNames).
+	ForbiddenNames []string
+	// ResultOptional lets Task's code end without calling submit_result.
+	ResultOptional bool
+	// TaskTemplate and FunctionTemplate, if set, override some or all of the
+	// embedded prompt templates (see TaskTemplate()): text/template source
+	// that {{define}}s "system", "user" or "retry".
+	TaskTemplate, FunctionTemplate string
+	// CacheDir holds the code that worked, keyed by a hash of the task (or
+	// signature), the model and the templates; "" disables the cache.
+	CacheDir string
+	// DryRun validates the code but does not run it.
+	DryRun bool
+	// Limits bound each run of the generated code (zero fields: the
+	// sandbox's). Workspace is those runs' workspace ("" = the sandbox's).
+	Limits    wasmpy.Limits
+	Workspace string
+	// LLMRetries is how often a retryable LLM failure (429, 408, 5xx, a
+	// network error, a timeout) is retried before the generation fails
+	// (0 = DefaultLLMRetries; negative = never). These retries do not count
+	// as attempts.
+	LLMRetries int
+	// Backoff is the delay before the first such retry (0 = DefaultBackoff),
+	// doubled for each next one up to MaxBackoff (0 = DefaultMaxBackoff),
+	// with jitter: each delay is drawn from [d/2, d].
+	Backoff, MaxBackoff time.Duration
+}
+
+// Generator turns tasks and signatures into validated code that runs in a
+// sandbox. It is safe for concurrent use.
+type Generator struct {
+	sb       *wasmpy.Sandbox
+	llm      *hostfuncs.LLM
+	opts     Options
+	task     *prompts
+	function *prompts
+	cache    *codeCache
+}
+
+// New returns a Generator that asks llm for code and validates and runs it
+// in sb. The error is for bad Options.
+func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, error) {
+	if sb == nil || llm == nil {
+		return nil, errors.New("codegen: New needs a sandbox and an LLM client")
+	}
+	if opts.Attempts < 0 {
+		return nil, fmt.Errorf("codegen: Attempts must not be negative, got %d", opts.Attempts)
+	}
+	if opts.Backoff < 0 || opts.MaxBackoff < 0 {
+		return nil, errors.New("codegen: Backoff and MaxBackoff must not be negative")
+	}
+	if opts.Attempts == 0 {
+		opts.Attempts = DefaultAttempts
+	}
+	switch {
+	case opts.LLMRetries == 0:
+		opts.LLMRetries = DefaultLLMRetries
+	case opts.LLMRetries < 0:
+		opts.LLMRetries = 0
+	}
+	if opts.Backoff == 0 {
+		opts.Backoff = DefaultBackoff
+	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	if opts.AllowImports == nil {
+		opts.AllowImports = DefaultAllowImports
+	}
+	for _, m := range opts.AllowImports {
+		if !isModuleName(m) {
+			return nil, fmt.Errorf("codegen: AllowImports: %q is not a module name", m)
+		}
+	}
+	opts.AllowImports = slices.Clone(opts.AllowImports)
+	if opts.ForbiddenNames == nil {
+		opts.ForbiddenNames = DefaultForbiddenNames
+	}
+	opts.ForbiddenNames = slices.Clone(opts.ForbiddenNames)
+	g := &Generator{sb: sb, llm: llm, opts: opts}
+	var err error
+	if g.task, err = parsePrompts("task", taskTemplate, opts.TaskTemplate); err != nil {
+		return nil, err
+	}
+	if g.function, err = parsePrompts("function", functionTemplate, opts.FunctionTemplate); err != nil {
+		return nil, err
+	}
+	if opts.CacheDir != "" {
+		g.cache = &codeCache{dir: opts.CacheDir}
+	}
+	return g, nil
+}
+
+// isModuleName accepts a top-level module name.
+func isModuleName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// Outcomes of an Attempt, beside the kinds of a failed run (wasmpy.KindException,
+// wasmpy.KindTimeout, ...).
+const (
+	OutcomeOK            = "ok"             // ran and, if required, submitted a result
+	OutcomeValidated     = "validated"      // valid; a dry run does not run it
+	OutcomeInvalid       = "invalid"        // validation found problems (Findings)
+	OutcomeMissingResult = "missing_result" // ran without calling submit_result
+)
+
+// Attempt is one piece of code tried: where it came from, what validation
+// found, and how its run ended.
+type Attempt struct {
+	Source     string        `json:"source"` // "llm" or "cache"
+	Code       string        `json:"code"`
+	Findings   []Finding     `json:"findings"`
+	Outcome    string        `json:"outcome"`
+	Error      *wasmpy.Error `json:"error,omitempty"`    // the run's, when it failed
+	Feedback   string        `json:"feedback,omitempty"` // what the model was told of the failure
+	LLMRetries int           `json:"llm_retries"`        // retried transport failures before the reply
+	Tokens     int           `json:"tokens"`             // the reply's total tokens, as the server counts them
+}
+
+// Summary describes the attempt's outcome in one line.
+func (a *Attempt) Summary() string {
+	switch {
+	case a.Outcome == OutcomeInvalid && len(a.Findings) > 0:
+		return fmt.Sprintf("%s: %s", a.Outcome, a.Findings[0])
+	case a.Error != nil && a.Error.Type != "":
+		return fmt.Sprintf("%s: %s: %s", a.Outcome, a.Error.Type, a.Error.Message)
+	case a.Error != nil:
+		return fmt.Sprintf("%s: %s", a.Outcome, a.Error.Message)
+	}
+	return a.Outcome
+}
+
+// Report is what a generation did.
+type Report struct {
+	// Code is the last attempt's code: the one that worked, or the last to fail.
+	Code string `json:"code"`
+	// Cached says the code that worked came from the cache.
+	Cached bool `json:"cached"`
+	// Result is the last attempt's run: nil when it did not run (a dry run,
+	// or code that failed validation).
+	Result *wasmpy.Result `json:"-"`
+	// Attempts lists every attempt, in order.
+	Attempts []Attempt `json:"attempts"`
+}
+
+// ErrBadSignature is wrapped by Function's error for a signature that is
+// not one Python def line.
+var ErrBadSignature = errors.New("codegen: bad signature")
+
+// ErrGaveUp is wrapped by the error of a generation whose every attempt failed.
+var ErrGaveUp = errors.New("codegen: no attempt succeeded")
+
+// Task asks for a program doing task, validates it, runs it, and retries
+// with the failure as feedback. Unless Options.ResultOptional, the program
+// must hand its answer back with submit_result: it is in Report.Result.Result.
+//
+// The Report is returned with the error too, when any attempt was made. The
+// error wraps ErrGaveUp when every attempt failed, and *hostfuncs.LLMCallError
+// when the LLM could not be asked.
+func (g *Generator) Task(ctx context.Context, task string) (*Report, error) {
+	task = strings.TrimSpace(task)
+	if task == "" {
+		return nil, errors.New("codegen: empty task")
+	}
+	rules := g.rules()
+	if !g.opts.ResultOptional {
+		rules.RequireCall = "submit_result"
+	}
+	return g.generate(ctx, spec{
+		kind:    "task",
+		prompts: g.task,
+		data:    promptData{Task: task, ResultRequired: !g.opts.ResultOptional},
+		rules:   rules,
+		job: func(code string) wasmpy.Job {
+			return wasmpy.Job{Code: code, Filename: "generated.py", Limits: g.opts.Limits, Workspace: g.opts.Workspace}
+		},
+		requireResult: !g.opts.ResultOptional,
+	})
+}
+
+// FunctionReport is what Function did: the Report, the function's name and
+// the value it returned.
+type FunctionReport struct {
+	Report
+	Name  string          `json:"function"`
+	Value json.RawMessage `json:"value"` // JSON; null when the function did not run
+}
+
+// Function asks for the body of the function signature (a def line, with or
+// without a docstring and a body), validates the code, and calls the
+// function in the sandbox with args and kwargs (passed as JSON on stdin, not
+// pasted into the source). Report.Code is the generated source; Value is the
+// JSON of what the function returned. Validation, retries and the cache are
+// Task's; the cache is keyed by the signature, not the arguments.
+func (g *Generator) Function(ctx context.Context, signature string, args []any, kwargs map[string]any) (*FunctionReport, error) {
+	signature = strings.TrimSpace(strings.ReplaceAll(signature, "\r\n", "\n"))
+	if signature == "" {
+		return nil, fmt.Errorf("%w: it is empty", ErrBadSignature)
+	}
+	if args == nil {
+		args = []any{}
+	}
+	if kwargs == nil {
+		kwargs = map[string]any{}
+	}
+	call, err := json.Marshal(map[string]any{"args": args, "kwargs": kwargs})
+	if err != nil {
+		return nil, fmt.Errorf("codegen: the arguments are not JSON: %w", err)
+	}
+	out, err := validate(ctx, g.sb, []validateItem{{ID: "signature", Code: signature, Mode: "signature"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if f := out.Items[0].Findings; len(f) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrBadSignature, f[0])
+	}
+	name := out.Items[0].Function
+	rules := g.rules()
+	rules.RequireDef = name
+	rules.ForbiddenNames = append(slices.Clone(rules.ForbiddenNames), "submit_result")
+	argsJSON, _ := json.Marshal(args)
+	kwargsJSON, _ := json.Marshal(kwargs)
+	rep, err := g.generate(ctx, spec{
+		kind:    "function",
+		prompts: g.function,
+		data:    promptData{Signature: signature, Function: name},
+		rules:   rules,
+		job: func(code string) wasmpy.Job {
+			return wasmpy.Job{Code: code + harness(name), Filename: "generated.py", Stdin: append(call, '\n'),
+				Limits: g.opts.Limits, Workspace: g.opts.Workspace}
+		},
+		requireResult: true,
+		callNote: fmt.Sprintf("Called as %s(*args, **kwargs) with args = %s and kwargs = %s:\n",
+			name, truncate(string(argsJSON), 500), truncate(string(kwargsJSON), 500)),
+	})
+	if rep == nil {
+		return nil, err
+	}
+	fr := &FunctionReport{Report: *rep, Name: name, Value: json.RawMessage("null")}
+	if err == nil && rep.Result != nil {
+		fr.Value = rep.Result.Result
+	}
+	return fr, err
+}
+
+// harness calls the generated function with the JSON arguments on stdin and
+// submits what it returns. It is appended after validation, so the
+// generated code's line numbers stay its own.
+func harness(name string) string {
+	return "\n\n# --- wasmpy def: call " + name + " with the JSON arguments on stdin ---\n" +
+		"import json as _wasmpy_json\n" +
+		"_wasmpy_call = _wasmpy_json.loads(input())\n" +
+		"submit_result(" + name + "(*_wasmpy_call[\"args\"], **_wasmpy_call[\"kwargs\"]))\n"
+}
+
+func (g *Generator) rules() Rules {
+	return Rules{AllowImports: g.opts.AllowImports, ForbiddenNames: g.opts.ForbiddenNames, ForbidDunder: true}
+}
+
+// spec is one generation: what to ask and how to run the answer.
+type spec struct {
+	kind          string
+	prompts       *prompts
+	data          promptData
+	rules         Rules
+	job           func(code string) wasmpy.Job
+	requireResult bool
+	callNote      string // prefixed to the feedback of a failed run
+}
+
+// generate is the loop: the cache, then ask, extract, validate, run, and
+// feed the failure back, up to Options.Attempts replies.
+func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
+	s.data.AllowImports, s.data.ForbiddenNames = g.opts.AllowImports, g.opts.ForbiddenNames
+	s.data.ResultRequired = s.requireResult
+	system, err := s.prompts.render("system", s.data)
+	if err != nil {
+		return nil, err
+	}
+	user, err := s.prompts.render("user", s.data)
+	if err != nil {
+		return nil, err
+	}
+	key := cacheKey(s.kind, g.opts.Model, s.prompts.text, system, user)
+	msgs := []hostfuncs.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
+	rep := &Report{Attempts: []Attempt{}}
+	var history []hostfuncs.Message // the last failed exchange, fed back
+
+	// feedback prepares the next request after a failed attempt.
+	feedback := func(a *Attempt, reply string, n int) error {
+		data := s.data
+		data.Attempt, data.Code, data.Problem = n, a.Code, a.Feedback
+		retry, err := s.prompts.render("retry", data)
+		if err != nil {
+			return err
+		}
+		history = []hostfuncs.Message{{Role: "assistant", Content: truncate(reply, 64<<10)}, {Role: "user", Content: retry}}
+		return nil
+	}
+
+	if e, ok := g.cache.get(key); ok {
+		a := Attempt{Source: "cache", Code: e.Code}
+		done, err := g.try(ctx, s, &a, rep)
+		rep.Attempts = append(rep.Attempts, a)
+		if err != nil {
+			return rep, err
+		}
+		if done {
+			rep.Cached = true
+			if a.Outcome == OutcomeOK && e.Verified != "ran" {
+				_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Verified: "ran"})
+			}
+			return rep, nil
+		}
+		g.cache.remove(key)
+		if err := feedback(&a, "```python\n"+a.Code+"```", len(rep.Attempts)); err != nil {
+			return rep, err
+		}
+	}
+
+	for n := 1; n <= g.opts.Attempts; n++ {
+		resp, retries, err := g.chat(ctx, append(slices.Clone(msgs), history...))
+		if err != nil {
+			return rep, err
+		}
+		a := Attempt{Source: "llm", Code: Extract(resp.Content), LLMRetries: retries, Tokens: resp.Usage.TotalTokens}
+		done, err := g.try(ctx, s, &a, rep)
+		rep.Attempts = append(rep.Attempts, a)
+		if err != nil {
+			return rep, err
+		}
+		if done {
+			verified := "ran"
+			if a.Outcome == OutcomeValidated {
+				verified = "validated"
+			}
+			// A cache that cannot be written costs a later LLM call, not this result.
+			_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Verified: verified})
+			return rep, nil
+		}
+		if err := feedback(&a, resp.Content, len(rep.Attempts)); err != nil {
+			return rep, err
+		}
+	}
+	last := rep.Attempts[len(rep.Attempts)-1]
+	return rep, fmt.Errorf("%w in %d attempts; the last: %s", ErrGaveUp, len(rep.Attempts), last.Summary())
+}
+
+// try validates and (unless a dry run) runs a's code, filling in a's
+// outcome; done reports success. The error is for the host's problems.
+func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report) (done bool, err error) {
+	rep.Code, rep.Result = a.Code, nil
+	a.Findings = []Finding{}
+	if strings.TrimSpace(a.Code) == "" {
+		a.Outcome = OutcomeInvalid
+		a.Findings = []Finding{{Line: 1, Rule: "extract", Message: "the reply holds no Python code: reply with the code in one ```python block"}}
+		a.Feedback = "The reply held no Python code."
+		return false, nil
+	}
+	findings, err := Validate(ctx, g.sb, a.Code, s.rules)
+	if err != nil {
+		return false, err
+	}
+	if len(findings) > 0 {
+		a.Outcome, a.Findings = OutcomeInvalid, findings
+		a.Feedback = "The code did not pass the sandbox's checks:\n" + describeFindings(a.Code, findings)
+		return false, nil
+	}
+	if g.opts.DryRun {
+		a.Outcome = OutcomeValidated
+		return true, nil
+	}
+	res, err := g.sb.Run(ctx, s.job(a.Code))
+	if err != nil {
+		return false, fmt.Errorf("codegen: running the code: %w", err)
+	}
+	rep.Result = res
+	a.Error = res.Error
+	if e := res.Error; e != nil {
+		a.Outcome = e.Kind
+		a.Feedback = s.callNote + describeFailure(res)
+		return false, nil
+	}
+	if s.requireResult && !submitted(res) {
+		a.Outcome = OutcomeMissingResult
+		a.Feedback = "It finished without calling submit_result(value). Hand the answer back with submit_result(...), exactly once."
+		if out := strings.TrimSpace(res.Stdout); out != "" {
+			a.Feedback += "\nIt printed:\n" + tail(out, 1000)
+		}
+		return false, nil
+	}
+	a.Outcome = OutcomeOK
+	return true, nil
+}
+
+// submitted reports whether a run handed back a result (possibly null).
+func submitted(res *wasmpy.Result) bool {
+	if len(res.Result) > 0 && string(res.Result) != "null" {
+		return true
+	}
+	for _, c := range res.HostCalls {
+		if c.Name == "submit_result" && c.OK {
+			return true
+		}
+	}
+	return false
+}
+
+// describeFailure words a failed run for the model.
+func describeFailure(res *wasmpy.Result) string {
+	e := res.Error
+	switch e.Kind {
+	case wasmpy.KindException, wasmpy.KindSyntax:
+		tb := e.Traceback
+		if tb == "" {
+			tb = e.Type + ": " + e.Message
+		}
+		return "Running it raised an exception:\n" + tail(strings.TrimSpace(tb), 3000)
+	case wasmpy.KindTimeout:
+		return "It ran out of time (" + e.Message + "). Look for an infinite loop or a slow algorithm."
+	case wasmpy.KindMemory:
+		return "It ran out of memory (" + e.Message + "). Use less memory."
+	case wasmpy.KindFuel:
+		return "It ran out of its compute budget (" + e.Message + "). Do less work."
+	case wasmpy.KindOutput:
+		return "It printed more than the output limit allows. Print less."
+	case wasmpy.KindExit:
+		msg := "It exited with " + e.Message + "."
+		if s := strings.TrimSpace(res.Stderr); s != "" {
+			msg += " Its stderr:\n" + tail(s, 2000)
+		}
+		return msg
+	}
+	return "The interpreter failed running it (" + e.Message + "); deep recursion can cause this."
+}
+
+// chat asks the LLM, retrying retryable failures with exponential backoff
+// and jitter. It returns how many retries it made.
+func (g *Generator) chat(ctx context.Context, msgs []hostfuncs.Message) (*hostfuncs.ChatResponse, int, error) {
+	req := hostfuncs.ChatRequest{Messages: msgs, Model: g.opts.Model, Temperature: g.opts.Temperature}
+	for retry := 0; ; retry++ {
+		resp, err := g.llm.Chat(ctx, req)
+		if err == nil {
+			return resp, retry, nil
+		}
+		var ce *hostfuncs.LLMCallError
+		if !errors.As(err, &ce) || !ce.Retryable || retry >= g.opts.LLMRetries || ctx.Err() != nil {
+			if retry > 0 {
+				return nil, retry, fmt.Errorf("codegen: asking the LLM (%d retries): %w", retry, err)
+			}
+			return nil, retry, fmt.Errorf("codegen: asking the LLM: %w", err)
+		}
+		t := time.NewTimer(backoff(g.opts.Backoff, g.opts.MaxBackoff, retry))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, retry, fmt.Errorf("codegen: asking the LLM: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is the delay before retry n (0-based): base doubled n times,
+// capped at ceil, drawn from [d/2, d] so that clients do not retry in step.
+func backoff(base, ceil time.Duration, n int) time.Duration {
+	d := ceil
+	if n < 32 && base<<n > 0 && base<<n < ceil {
+		d = base << n
+	}
+	return d/2 + rand.N(d/2+1)
+}

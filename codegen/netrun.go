@@ -1,0 +1,139 @@
+package codegen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/wasmpy/wasmpy"
+)
+
+// Check parses every inscription (as statements) and guard (as an
+// expression) with Python's ast inside sb. The error is a *NetError naming
+// the transition and the YAML line of each one that does not parse, or an
+// error of the validator itself.
+func (n *Net) Check(ctx context.Context, sb *wasmpy.Sandbox) error {
+	return n.checkPython(ctx, sb, false)
+}
+
+// checkPython is Check; with runnable, it also refuses requirements and
+// imports that the interpreter does not carry.
+func (n *Net) checkPython(ctx context.Context, sb *wasmpy.Sandbox, runnable bool) error {
+	var items []validateItem
+	var modules []string
+	for i, t := range n.Transitions {
+		if strings.TrimSpace(t.Inscription) != "" {
+			items = append(items, validateItem{ID: fmt.Sprintf("i%d", i), Code: t.Inscription, Mode: "exec", ReportUnavailable: runnable})
+		}
+		if g := strings.TrimSpace(t.Guard); g != "" {
+			items = append(items, validateItem{ID: fmt.Sprintf("g%d", i), Code: g, Mode: "eval", ReportUnavailable: runnable})
+		}
+		if runnable {
+			for _, r := range t.Requires {
+				modules = append(modules, requirementName(r))
+			}
+		}
+	}
+	if len(items) == 0 && len(modules) == 0 {
+		return nil
+	}
+	out, err := validate(ctx, sb, items, modules)
+	if err != nil {
+		return err
+	}
+	var ps problems
+	for _, it := range out.Items {
+		var i int
+		fmt.Sscanf(it.ID[1:], "%d", &i)
+		t := n.Transitions[i]
+		el := element("transition", t.ID, i)
+		what, first := "inscription", t.inscriptionLine
+		if it.ID[0] == 'g' {
+			what, first = "guard", t.guardLine
+		}
+		for _, f := range it.Findings {
+			line := 0
+			if first > 0 {
+				line = first + f.Line - 1
+			}
+			ps.add(lineOr(line, t.Line), el, "the %s does not parse: %s (line %d of the %s)", what, f.Message, f.Line, what)
+		}
+		for _, m := range it.Unavailable {
+			ps.add(lineOr(first, t.Line), el, "the %s imports %s, which the sandbox does not provide: it has only the standard library the interpreter carries", what, m)
+		}
+	}
+	if runnable {
+		for i, t := range n.Transitions {
+			for _, r := range t.Requires {
+				if !out.Modules[requirementName(r)] {
+					ps.add(lineOr(t.requiresLine, t.Line), element("transition", t.ID, i),
+						"requires %q, which the sandbox cannot provide: it has only the standard library the interpreter carries, and installs nothing", strings.TrimSpace(r))
+				}
+			}
+		}
+	}
+	return ps.err()
+}
+
+// requirementName is the package name of a pip-style requirement.
+func requirementName(r string) string {
+	r = strings.TrimSpace(r)
+	if m := reqPattern.FindStringSubmatch(r); m != nil {
+		return m[1]
+	}
+	return r
+}
+
+// NetRunOptions configure Net.Run. The zero value runs with the sandbox's
+// limits and workspace and the net's step limit.
+type NetRunOptions struct {
+	Limits    wasmpy.Limits
+	Workspace string
+	MaxSteps  int // overrides the net's max_steps when > 0
+}
+
+// NetRun is how a net's run ended.
+type NetRun struct {
+	Marking   map[string]int  `json:"marking"`   // the final marking
+	Steps     int             `json:"steps"`     // transitions fired
+	Stopped   string          `json:"stopped"`   // "dead" (none enabled) or "step_limit"
+	Fired     map[string]int  `json:"fired"`     // firings per transition
+	Variables json.RawMessage `json:"variables"` // the JSON-compatible variables at the end
+	// Result is the sandbox run's; when an inscription or guard failed, its
+	// Error says how, and the fields above are zero.
+	Result *wasmpy.Result `json:"-"`
+}
+
+// Run checks the net's Python (Check), refuses requirements and imports the
+// sandbox cannot provide, builds the artifact and runs its Program in sb.
+// The error is for a refused net or the host's problems; a failure of the
+// net's own code is in NetRun.Result.Error.
+func (n *Net) Run(ctx context.Context, sb *wasmpy.Sandbox, opts NetRunOptions) (*NetRun, error) {
+	if opts.MaxSteps < 0 {
+		return nil, fmt.Errorf("codegen: negative MaxSteps %d", opts.MaxSteps)
+	}
+	if err := n.checkPython(ctx, sb, true); err != nil {
+		return nil, err
+	}
+	net := *n
+	if opts.MaxSteps > 0 {
+		net.MaxSteps = opts.MaxSteps
+	}
+	art, err := net.Build()
+	if err != nil {
+		return nil, err
+	}
+	res, err := sb.Run(ctx, wasmpy.Job{Code: art.Program(), Filename: Entrypoint, Limits: opts.Limits, Workspace: opts.Workspace})
+	if err != nil {
+		return nil, fmt.Errorf("codegen: running net %s: %w", n.ID, err)
+	}
+	run := &NetRun{Result: res}
+	if res.Error != nil {
+		return run, nil
+	}
+	if err := json.Unmarshal(res.Result, run); err != nil || run.Marking == nil {
+		return run, fmt.Errorf("codegen: net %s: the entrypoint reported no marking (result %s)", n.ID, truncate(string(res.Result), 200))
+	}
+	return run, nil
+}

@@ -1,0 +1,189 @@
+package codegen
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wasmpy/wasmpy"
+)
+
+//go:embed validator.py
+var validatorSource string
+
+// DefaultAllowImports are the modules generated code may import unless
+// Options.AllowImports says otherwise: the pure-compute standard library.
+var DefaultAllowImports = []string{
+	"math", "cmath", "json", "re", "collections", "itertools", "functools", "operator",
+	"datetime", "decimal", "fractions", "statistics", "string", "random", "hashlib",
+	"heapq", "bisect", "textwrap", "unicodedata", "dataclasses", "enum", "typing",
+	"copy", "pprint", "base64", "binascii", "difflib", "csv",
+}
+
+// DefaultForbiddenNames are the builtins generated code may not use unless
+// Options.ForbiddenNames says otherwise.
+var DefaultForbiddenNames = []string{
+	"open", "eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
+}
+
+// HelperImports are the modules codegen's own validator and the def harness
+// import in the sandbox. A sandbox whose Config.AllowImports is set must
+// allow them; checking a net's requirements also needs importlib.
+var HelperImports = []string{"ast", "json", "sys"}
+
+// Rules are the checks Validate applies. The zero value checks syntax only.
+type Rules struct {
+	// AllowImports, when not nil, are the only top-level modules the code may
+	// import (wasmpy is always allowed).
+	AllowImports []string
+	// ForbiddenNames are names the code may not use (read), e.g. "eval".
+	ForbiddenNames []string
+	// ForbidDunder refuses dunder names and attributes that reach the
+	// interpreter's internals (__class__, __subclasses__, __globals__, ...)
+	// and frame introspection (f_globals, tb_frame, ...). Dunders ordinary
+	// code uses (__init__, __name__, __eq__, ...) stay allowed.
+	ForbidDunder bool
+	// RequireCall, when set, must be called somewhere (e.g. "submit_result").
+	RequireCall string
+	// RequireDef, when set, must be defined by a top-level def.
+	RequireDef string
+}
+
+// Finding is one problem validation found, worded for the model to act on.
+type Finding struct {
+	Line    int    `json:"line"` // 1-based; in the code checked
+	Col     int    `json:"col,omitempty"`
+	Rule    string `json:"rule"` // syntax, import, name, dunder, result, function, extract
+	Message string `json:"message"`
+}
+
+func (f Finding) String() string { return fmt.Sprintf("line %d: %s", f.Line, f.Message) }
+
+// Validate parses code with Python's own ast module inside sb and returns
+// what breaks the rules; no findings means valid. The code is passed as data
+// and never executed. The error is for the validator failing to run.
+//
+// Validation is fast feedback, not a security boundary: the sandbox is.
+func Validate(ctx context.Context, sb *wasmpy.Sandbox, code string, rules Rules) ([]Finding, error) {
+	out, err := validate(ctx, sb, []validateItem{itemFor("code", code, "exec", rules)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return out.Items[0].Findings, nil
+}
+
+// validateItem is one piece of code for validator.py.
+type validateItem struct {
+	ID             string   `json:"id"`
+	Code           string   `json:"code"`
+	Mode           string   `json:"mode"` // exec, eval, signature
+	AllowImports   []string `json:"allow_imports"`
+	ForbiddenNames []string `json:"forbidden_names"`
+	ForbidDunder   bool     `json:"forbid_dunder"`
+	RequireCall    string   `json:"require_call"`
+	RequireDef     string   `json:"require_def"`
+	// ReportUnavailable asks which of the code's imports the interpreter lacks.
+	ReportUnavailable bool `json:"report_unavailable"`
+}
+
+func itemFor(id, code, mode string, r Rules) validateItem {
+	return validateItem{ID: id, Code: code, Mode: mode, AllowImports: r.AllowImports, ForbiddenNames: r.ForbiddenNames,
+		ForbidDunder: r.ForbidDunder, RequireCall: r.RequireCall, RequireDef: r.RequireDef}
+}
+
+type validateOutput struct {
+	Items []struct {
+		ID          string    `json:"id"`
+		Findings    []Finding `json:"findings"`
+		Imports     []string  `json:"imports"`
+		Unavailable []string  `json:"unavailable"`
+		Function    string    `json:"function"`
+	} `json:"items"`
+	Modules map[string]bool `json:"modules"`
+}
+
+// validatorLimits bound a validator run; the fuel budget is the sandbox's.
+var validatorLimits = wasmpy.Limits{Timeout: time.Minute, Memory: 256 << 20, Output: 8 << 20}
+
+// validate runs validator.py once over items, and reports which of modules
+// the interpreter carries.
+func validate(ctx context.Context, sb *wasmpy.Sandbox, items []validateItem, modules []string) (*validateOutput, error) {
+	if modules == nil {
+		modules = []string{}
+	}
+	in, err := json.Marshal(map[string]any{"items": items, "modules": modules})
+	if err != nil {
+		return nil, fmt.Errorf("codegen: validator input: %w", err)
+	}
+	res, err := sb.Run(ctx, wasmpy.Job{Code: validatorSource, Filename: "<wasmpy-validator>", Stdin: in, Limits: validatorLimits})
+	if err != nil {
+		return nil, fmt.Errorf("codegen: validator: %w", err)
+	}
+	if res.Error != nil {
+		msg := res.Error.Message
+		if res.Error.Type != "" {
+			msg = res.Error.Type + ": " + msg
+		}
+		hint := ""
+		if strings.Contains(res.Error.Type, "ImportError") {
+			hint = fmt.Sprintf(" (a sandbox with AllowImports must allow %s)", strings.Join(HelperImports, ", "))
+		}
+		return nil, fmt.Errorf("codegen: the validator failed in the sandbox: %s: %s%s", res.Error.Kind, msg, hint)
+	}
+	var out validateOutput
+	line := bytes.TrimSpace([]byte(res.Stdout))
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	if err := json.Unmarshal(line, &out); err != nil || len(out.Items) != len(items) {
+		return nil, fmt.Errorf("codegen: the validator's report is malformed: %q", truncate(res.Stdout, 200))
+	}
+	for i := range out.Items {
+		if out.Items[i].Findings == nil {
+			out.Items[i].Findings = []Finding{}
+		}
+	}
+	return &out, nil
+}
+
+// describeFindings words findings for the model, quoting each line.
+func describeFindings(code string, findings []Finding) string {
+	lines := strings.Split(code, "\n")
+	var b strings.Builder
+	for _, f := range findings {
+		fmt.Fprintf(&b, "- %s\n", f)
+		if f.Line >= 1 && f.Line <= len(lines) {
+			if src := strings.TrimRight(lines[f.Line-1], " \t\r"); strings.TrimSpace(src) != "" {
+				fmt.Fprintf(&b, "    %s\n", truncate(src, 200))
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// tail keeps the last n bytes of s, on a rune boundary, marking the cut.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && s[i]&0xC0 == 0x80 {
+		i++
+	}
+	return "…" + s[i:]
+}
