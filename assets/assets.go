@@ -41,8 +41,8 @@ type Interpreter struct {
 	Version string // CPython version, e.g. "3.13.5"
 	Wasm    []byte // the module's bytes, checked against SHA256
 	SHA256  string // hex SHA-256 of Wasm: identifies the interpreter in provenance
-	// Stdlib is the path of the standard library zip (Wasmpy only).
-	Stdlib string
+	// Stdlib is the standard library zip, checked too (Wasmpy only).
+	Stdlib []byte
 }
 
 // Options selects an interpreter.

@@ -43,8 +43,8 @@ func loadBuild(dir string) (*Interpreter, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdlib := filepath.Join(dir, "python313.zip")
-	if _, err := verify(stdlib, m.Outputs["python313.zip"]); err != nil {
+	stdlib, err := verify(filepath.Join(dir, "python313.zip"), m.Outputs["python313.zip"])
+	if err != nil {
 		return nil, err
 	}
 	return &Interpreter{Kind: Wasmpy, Version: m.PythonVersion, Wasm: wasm,

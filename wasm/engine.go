@@ -32,8 +32,6 @@ import (
 
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
-	"github.com/wasmpy/wasmpy/internal/fuel"
-	"github.com/wasmpy/wasmpy/internal/wasmbin"
 	"github.com/wasmpy/wasmpy/pyhost"
 )
 
@@ -65,9 +63,8 @@ type Engine struct {
 
 	// The wasmpy build starts every run from image, the memory of an
 	// interpreter that has run its initialisation. Its module is compiled
-	// without the data segments, which are kept in data for initialise.
+	// without the data segments (initialise writes them itself).
 	image *image
-	data  []wasmbin.Segment
 }
 
 // New compiles the interpreter (or loads it from the cache) and, for the
@@ -106,20 +103,9 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 	if err := instantiateHostModule(ctx, e.rt); err != nil {
 		return fmt.Errorf("wasmpy: host module: %w", err)
 	}
-	wasm := e.interp.Wasm
-	if e.interp.Kind == assets.Wasmpy {
-		// Runs start from the snapshot image, which holds what the data
-		// segments would write; only initialise writes them, itself.
-		var err error
-		if wasm, e.data, err = wasmbin.DropActiveData(wasm); err != nil {
-			return fmt.Errorf("wasmpy: interpreter: %w", err)
-		}
-	}
-	if e.metered {
-		var err error
-		if wasm, err = fuel.Instrument(wasm); err != nil {
-			return fmt.Errorf("wasmpy: metering the interpreter: %w", err)
-		}
+	wasm, err := e.prepare(cacheDir)
+	if err != nil {
+		return err
 	}
 	mod, err := e.rt.CompileModule(ctx, wasm)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"unsafe"
@@ -14,24 +15,21 @@ import (
 )
 
 // image is the memory of an initialised interpreter, which every run of the
-// wasmpy build starts from.
+// wasmpy build starts from. On Linux it lives in a file (the cached image,
+// or a memfd) that instances map privately; elsewhere in data.
 type image struct {
-	data    []byte // nil once shared through fd
-	fd      int    // a memfd holding the image, or -1
+	data    []byte
+	fd      int   // -1 when data holds the image
+	off     int64 // where the image starts in fd
 	size    int
 	runCode uint32 // address of pyhost.RunMain, a C string inside the image
 }
 
-func newImage(data []byte, runCode uint32) *image {
-	img := &image{data: data, fd: -1, size: len(data), runCode: runCode}
-	shareImage(img)
-	return img
-}
+// The image file: a page-sized header (magic, run code address, size), so
+// the image itself starts page-aligned and can be mapped in place.
+var imageMagic = []byte("wasmpy-image-2\x00\x00")
 
-// The image file: magic, run code address, SHA-256 of the data, the data.
-var imageMagic = []byte("wasmpy-image-1\x00\x00")
-
-const imageHeader = 16 + 4 + sha256.Size
+const imageHeader = 4096
 
 // imagePath names the cached image of an interpreter: anything that changes
 // what initialisation does changes the name.
@@ -44,51 +42,36 @@ func imagePath(dir, interpSHA string) string {
 	return filepath.Join(dir, fmt.Sprintf("%x.img", h.Sum(nil)[:12]))
 }
 
-// readImage loads a cached image; a missing one is os.ErrNotExist, a
-// damaged one an error (the caller rebuilds it).
-func readImage(path string) ([]byte, uint32, error) {
-	b, err := os.ReadFile(path)
+// readHeader checks an image file's header and returns its run code address
+// and image size. The cache dir is trusted as wazero's compiled code in it
+// is; the check catches a file that is not a whole image.
+func readHeader(f *os.File) (uint32, int, error) {
+	header := make([]byte, imageHeader)
+	if _, err := io.ReadFull(f, header); err != nil {
+		return 0, 0, err
+	}
+	if !bytes.Equal(header[:16], imageMagic) {
+		return 0, 0, errors.New("not an image file")
+	}
+	size := binary.LittleEndian.Uint64(header[20:])
+	fi, err := f.Stat()
 	if err != nil {
-		return nil, 0, err
+		return 0, 0, err
 	}
-	if len(b) < imageHeader || !bytes.Equal(b[:16], imageMagic) {
-		return nil, 0, errors.New("not an image file")
+	if uint64(fi.Size()) != imageHeader+size || size > 1<<32 {
+		return 0, 0, errors.New("image file of the wrong size")
 	}
-	data := b[imageHeader:]
-	if sum := sha256.Sum256(data); !bytes.Equal(sum[:], b[20:imageHeader]) {
-		return nil, 0, errors.New("image checksum mismatch")
-	}
-	return data, binary.LittleEndian.Uint32(b[16:20]), nil
+	return binary.LittleEndian.Uint32(header[16:]), int(size), nil
 }
 
 // writeImage stores an image atomically: readers see the old file or the
-// whole new one.
+// whole new one, never a partial one.
 func writeImage(path string, data []byte, runCode uint32) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".image-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	header := make([]byte, imageHeader)
+	header := make([]byte, imageHeader, imageHeader+len(data))
 	copy(header, imageMagic)
 	binary.LittleEndian.PutUint32(header[16:], runCode)
-	sum := sha256.Sum256(data)
-	copy(header[20:], sum[:])
-	if _, err := tmp.Write(header); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	binary.LittleEndian.PutUint64(header[20:], uint64(len(data)))
+	return writeFileAtomic(path, append(header, data...))
 }
 
 func unsafePointer(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }

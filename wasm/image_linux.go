@@ -2,26 +2,50 @@ package wasm
 
 import (
 	"fmt"
+	"os"
 
 	"golang.org/x/sys/unix"
 )
 
-// shareImage moves the image into a memfd that every instance maps
+// newImage keeps a freshly made image in a memfd that every instance maps
 // privately; the Go heap then holds no copy of it.
-func shareImage(img *image) {
+func newImage(data []byte, runCode uint32) *image {
+	img := &image{data: data, fd: -1, size: len(data), runCode: runCode}
 	fd, err := unix.MemfdCreate("wasmpy-image", unix.MFD_CLOEXEC)
 	if err != nil {
-		return
+		return img
 	}
-	for b := img.data; len(b) > 0; {
+	for b := data; len(b) > 0; {
 		n, err := unix.Write(fd, b)
 		if err != nil {
 			unix.Close(fd)
-			return
+			return img
 		}
 		b = b[n:]
 	}
-	img.fd, img.size, img.data = fd, len(img.data), nil
+	img.fd, img.data = fd, nil
+	return img
+}
+
+// openImage maps a cached image file in place: nothing is read, and the
+// pages come from the page cache, shared by every process that maps them.
+func openImage(path string) (*image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	runCode, size, err := readHeader(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	fd, err := unix.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	unix.CloseOnExec(fd)
+	return &image{fd: fd, off: imageHeader, size: size, runCode: runCode}, nil
 }
 
 // mapImage reserves limit bytes (committed only when touched) and maps the
@@ -47,7 +71,7 @@ func remapImage(img *image, mapping []byte) error {
 	if img.size == 0 {
 		return nil
 	}
-	_, err := unix.MmapPtr(img.fd, 0, unsafePointer(mapping), uintptr(img.size),
+	_, err := unix.MmapPtr(img.fd, img.off, unsafePointer(mapping), uintptr(img.size),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
 	return err
 }

@@ -5,13 +5,13 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
+	"github.com/wasmpy/wasmpy/internal/wasmbin"
 	"github.com/wasmpy/wasmpy/pyhost"
 )
 
@@ -27,16 +27,12 @@ const preload = "import os, json, re, math, collections, itertools, functools, d
 // snapshot gives the engine its image: from the cache when an earlier
 // process made it, else by initialising the interpreter once.
 func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
-	zip, err := os.ReadFile(e.interp.Stdlib)
-	if err != nil {
-		return fmt.Errorf("wasmpy: standard library: %w", err)
-	}
-	e.stdlib = stdlibFS(zip)
+	e.stdlib = stdlibFS(e.interp.Stdlib)
 	var path string
 	if cacheDir != "" {
 		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp.SHA256)
-		if data, runCode, err := readImage(path); err == nil {
-			e.image = newImage(data, runCode)
+		if img, err := openImage(path); err == nil {
+			e.image = img
 			return nil
 		}
 	}
@@ -73,7 +69,11 @@ func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	fail := func(step string, err error) ([]byte, uint32, error) {
 		return nil, 0, fmt.Errorf("wasmpy: interpreter %s: %v: %s", step, err, stderr.bytes())
 	}
-	for _, seg := range e.data {
+	_, segments, err := wasmbin.DropActiveData(e.interp.Wasm)
+	if err != nil {
+		return fail("data segments", err)
+	}
+	for _, seg := range segments {
 		if !m.Memory().Write(seg.Offset, seg.Data) {
 			return fail("data segments", fmt.Errorf("segment at %#x outside the initial memory", seg.Offset))
 		}

@@ -24,7 +24,7 @@ func DropActiveData(wasm []byte) ([]byte, []Segment, error) {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || string(wasm[4:8]) != "\x01\x00\x00\x00" {
 		return nil, nil, errors.New("wasmbin: not a wasm module")
 	}
-	out := append([]byte(nil), wasm[:8]...)
+	out := append(make([]byte, 0, len(wasm)), wasm[:8]...)
 	var segments []Segment
 	r := &reader{b: wasm, pos: 8}
 	for r.pos < len(r.b) {
