@@ -90,7 +90,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			}
 			return cli.ShowAppHelp(c)
 		},
-		Commands: withUsageErrors([]*cli.Command{execCommand(), setupCommand()}),
+		Commands: withUsageErrors([]*cli.Command{execCommand(), setupCommand(), genCommand(), defCommand(), netCommand(), skillCommand(), serveCommand(), historyCommand(), statsCommand()}),
 	}
 }
 

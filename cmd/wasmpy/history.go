@@ -1,0 +1,234 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/skills/store"
+)
+
+func filterFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "skill", Usage: "only this skill's executions (- for raw code from POST /exec)"},
+		&cli.StringFlag{Name: "since", Usage: "only executions started since `WHEN`: a duration (24h, 7d) or a time (2025-01-31, RFC 3339)"},
+		dbFlag, jsonFlag,
+	}
+}
+
+func historyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "history",
+		Usage: "list the provenance records of skill executions, newest first",
+		Flags: append(filterFlags(),
+			&cli.StringFlag{Name: "outcome", Usage: "only this outcome: ok, invalid_output, exception, timeout, interrupted..."},
+			&cli.StringFlag{Name: "actor", Usage: "only this actor id"},
+			&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most this many"},
+		),
+		Action: historyList,
+		Subcommands: []*cli.Command{{
+			Name: "show", Usage: "print one provenance record", ArgsUsage: "ID",
+			Flags:  []cli.Flag{dbFlag, jsonFlag},
+			Action: historyShow,
+		}},
+	}
+}
+
+func statsCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "stats",
+		Usage:  "success rate, p50/p95 duration and outcome counts per skill",
+		Flags:  filterFlags(),
+		Action: statsAction,
+	}
+}
+
+// filter reads the filter flags.
+func filter(c *cli.Context) (store.Filter, error) {
+	f := store.Filter{Skill: c.String("skill"), Outcome: c.String("outcome"), ActorID: c.String("actor"), Limit: c.Int("limit")}
+	if c.Int("limit") < 0 {
+		return f, usageErr("--limit must not be negative")
+	}
+	if s := c.String("since"); s != "" {
+		if days, ok := strings.CutSuffix(s, "d"); ok { // 7d: a week
+			if n, err := strconv.Atoi(days); err == nil && n > 0 {
+				s = strconv.Itoa(24*n) + "h"
+			}
+		}
+		if d, err := time.ParseDuration(s); err == nil && d > 0 {
+			f.Since = time.Now().Add(-d)
+		} else if t, err := time.Parse(time.RFC3339, s); err == nil {
+			f.Since = t
+		} else if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
+			f.Since = t
+		} else {
+			return f, usageErr("--since %q: want a duration (24h) or a time (2025-01-31, 2025-01-31T12:00:00Z)", s)
+		}
+	}
+	return f, nil
+}
+
+func skillName(s string) string {
+	if s == "" {
+		return "(exec)"
+	}
+	return s
+}
+
+func historyList(c *cli.Context) error {
+	if args, err := positional(c); err != nil {
+		return err
+	} else if len(args) > 0 {
+		return usageErr("history: unexpected argument %q (did you mean: history show ID?)", args[0])
+	}
+	f, err := filter(c)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	recs, err := st.List(c.Context, f)
+	if err != nil {
+		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	if c.Bool("json") {
+		return writeIndented(c.App.Writer, recs)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STARTED\tEXECUTION ID\tSKILL\tVERSION\tOUTCOME\tDURATION\tACTOR")
+	for _, r := range recs {
+		actor := r.ActorID
+		if r.ActorType != "" {
+			actor += " (" + r.ActorType + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.ExecutionID,
+			skillName(r.Skill), r.Version, r.Outcome, ms(r.DurationMS), actor)
+	}
+	return tw.Flush()
+}
+
+func ms(v float64) string {
+	switch {
+	case v == 0:
+		return "-"
+	case v < 10:
+		return fmt.Sprintf("%.2fms", v)
+	case v < 10000:
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("%.1fs", v/1000)
+}
+
+func historyShow(c *cli.Context) error {
+	id, err := oneArg(c, "ID")
+	if err != nil {
+		return err
+	}
+	if !skills.ValidID(id) {
+		return usageErr("history show: %q is not an execution id (a UUID such as 3f2c...-...)", id)
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r, err := st.Get(c.Context, id)
+	if err != nil {
+		if err == store.ErrNotFound {
+			return &exitError{code: 1, msg: fmt.Sprintf("no execution %s in %s", id, st.Path())}
+		}
+		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	if c.Bool("json") {
+		return writeIndented(c.App.Writer, r)
+	}
+	printRecord(c.App.Writer, r)
+	return nil
+}
+
+func printRecord(w io.Writer, r *skills.Record) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	finished := "-"
+	if r.FinishedAt != nil {
+		finished = r.FinishedAt.Local().Format(time.RFC3339Nano)
+	}
+	outcome := r.Outcome
+	if r.Error != "" {
+		outcome += ": " + r.Error
+	}
+	var calls []string
+	for _, hc := range r.HostCalls {
+		calls = append(calls, hc.Name)
+	}
+	callText := fmt.Sprint(r.HostCallsTotal)
+	if len(calls) > 0 {
+		callText += " (" + strings.Join(calls, ", ") + ")"
+	}
+	l := r.Limits
+	for _, kv := range [][2]string{
+		{"execution_id", r.ExecutionID},
+		{"skill", skillName(r.Skill) + " " + r.Version},
+		{"actor", r.ActorID + " (" + r.ActorType + ")"},
+		{"approved", fmt.Sprint(r.Approved)},
+		{"outcome", outcome},
+		{"started", r.StartedAt.Local().Format(time.RFC3339Nano)},
+		{"finished", finished},
+		{"duration", ms(r.DurationMS)},
+		{"fuel_used", fmt.Sprint(r.FuelUsed)},
+		{"memory_peak", fmt.Sprintf("%d bytes", r.MemoryPeakBytes)},
+		{"host_calls", callText},
+		{"limits", fmt.Sprintf("timeout %dms, memory %d bytes, output %d bytes, fuel %d", l.TimeoutMS, l.MemoryBytes, l.OutputBytes, l.Fuel)},
+		{"code_hash", r.CodeHash},
+		{"inputs_hash", r.InputsHash},
+		{"outputs_hash", r.OutputsHash},
+		{"interpreter", fmt.Sprintf("%s %s sha256:%s", r.Interpreter.Kind, r.Interpreter.Version, r.Interpreter.SHA256)},
+	} {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+	}
+	tw.Flush()
+}
+
+func statsAction(c *cli.Context) error {
+	if args, err := positional(c); err != nil {
+		return err
+	} else if len(args) > 0 {
+		return usageErr("stats: unexpected argument %q", args[0])
+	}
+	f, err := filter(c)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stats, err := st.Stats(c.Context, f)
+	if err != nil {
+		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	if c.Bool("json") {
+		return writeIndented(c.App.Writer, stats)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SKILL\tRUNS\tSUCCESS\tP50\tP95\tOUTCOMES")
+	for _, s := range stats {
+		var outs []string
+		for o, n := range s.Outcomes {
+			outs = append(outs, fmt.Sprintf("%s=%d", o, n))
+		}
+		sort.Strings(outs)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%s\t%s\t%s\n", skillName(s.Skill), s.Total, 100*s.SuccessRate, ms(s.P50MS), ms(s.P95MS), strings.Join(outs, " "))
+	}
+	return tw.Flush()
+}

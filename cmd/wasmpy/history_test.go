@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/skills/store"
+)
+
+func TestHistoryAndStats(t *testing.T) {
+	requireCapabilities(t)
+	db := filepath.Join(t.TempDir(), "p.db")
+	runSkill := func(args ...string) {
+		t.Helper()
+		wasmpyCLI(t, "", append([]string{"skill", "run", "--skills", testSkills, "--db", db, "--actor-id", "tester"}, args...)...)
+	}
+	runSkill("echo", "--args", `{"message": "a"}`)
+	runSkill("echo", "--args", `{"message": "b"}`)
+	runSkill("bad_output")
+	runSkill("echo", "--args", `{"message": 1}`) // refused: not an execution, not recorded
+
+	code, out, errOut := wasmpyCLI(t, "", "history", "--db", db)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `STARTED\s+EXECUTION ID\s+SKILL\s+VERSION\s+OUTCOME\s+DURATION\s+ACTOR`, out)
+	require.Regexp(t, `(?m)^\S+ \S+\s+[0-9a-f-]{36}\s+bad_output\s+1\.0\.0\s+invalid_output\s+\S+ms\s+tester \(cli\)$`, out)
+	require.Len(t, regexp.MustCompile(`(?m)\s+echo\s+0\.1\.0\s+ok\s`).FindAllString(out, -1), 2)
+
+	code, out, _ = wasmpyCLI(t, "", "history", "--db", db, "--json", "--skill", "echo", "--limit", "1")
+	require.Equal(t, 0, code)
+	var recs []skills.Record
+	require.NoError(t, json.Unmarshal([]byte(out), &recs))
+	require.Len(t, recs, 1)
+	require.Equal(t, "echo", recs[0].Skill)
+
+	code, out, _ = wasmpyCLI(t, "", "history", "--db", db, "--json", "--outcome", "invalid_output", "--since", "1d")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &recs))
+	require.Len(t, recs, 1)
+	id := recs[0].ExecutionID
+
+	code, out, _ = wasmpyCLI(t, "", "history", "show", id, "--db", db)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "execution_id:  "+id)
+	require.Contains(t, out, "outcome:       invalid_output: the output of handler.run does not match the schema")
+	require.Regexp(t, `code_hash:\s+[0-9a-f]{64}`, out)
+	require.Regexp(t, `interpreter:\s+\S+ \S+ sha256:[0-9a-f]{64}`, out)
+	code, out, _ = wasmpyCLI(t, "", "history", "show", "--json", "--db", db, id)
+	require.Equal(t, 0, code)
+	var rec skills.Record
+	require.NoError(t, json.Unmarshal([]byte(out), &rec))
+	require.Equal(t, recs[0], rec)
+
+	code, out, errOut = wasmpyCLI(t, "", "stats", "--db", db)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `SKILL\s+RUNS\s+SUCCESS\s+P50\s+P95\s+OUTCOMES`, out)
+	require.Regexp(t, `(?m)^bad_output\s+1\s+0\.0%\s+\S+\s+\S+\s+invalid_output=1$`, out)
+	require.Regexp(t, `(?m)^echo\s+2\s+100\.0%\s+\S+ms\s+\S+ms\s+ok=2$`, out)
+	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db, "--json", "--skill", "echo")
+	require.Equal(t, 0, code)
+	var stats []store.SkillStats
+	require.NoError(t, json.Unmarshal([]byte(out), &stats))
+	require.Len(t, stats, 1)
+	require.Equal(t, 2, stats[0].Total)
+	require.Equal(t, 1.0, stats[0].SuccessRate)
+	require.Greater(t, stats[0].P95MS, 0.0)
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"history", "--db", db, "--since", "last tuesday"}, exitUsage, `--since "last tuesday"`},
+		{[]string{"history", "--db", db, "--limit", "-1"}, exitUsage, "--limit"},
+		{[]string{"history", "--db", db, "extra"}, exitUsage, "did you mean: history show ID"},
+		{[]string{"history", "show", "--db", db, "not-an-id"}, exitUsage, "not an execution id"},
+		{[]string{"history", "show", "--db", db, skills.NewID()}, 1, "no execution"},
+		{[]string{"history", "show", "--db", db}, exitUsage, "missing ID"},
+		{[]string{"stats", "--db", db, "extra"}, exitUsage, "unexpected argument"},
+		{[]string{"stats", "--db", t.TempDir()}, exitWasmpy, "store"},
+	} {
+		code, _, errOut := wasmpyCLI(t, "", tc.args...)
+		require.Equal(t, tc.code, code, "%v: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.msg, tc.args)
+	}
+}
+
+// TestHelperCLI is not a test: the kill test runs the test binary as the
+// CLI through it.
+func TestHelperCLI(t *testing.T) {
+	if os.Getenv("WASMPY_TEST_CLI") != "1" {
+		return
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Exit(run(context.Background(), append([]string{"wasmpy"}, args...), os.Stdin, os.Stdout, os.Stderr))
+}
+
+// A process killed mid-run leaves its record running; the next start marks
+// it interrupted, and everything committed before survives.
+func TestHistorySurvivesKill(t *testing.T) {
+	requireCapabilities(t)
+	db := filepath.Join(t.TempDir(), "p.db")
+	code, _, errOut := wasmpyCLI(t, "", "skill", "run", "echo", "--skills", testSkills, "--db", db, "--args", `{"message": "before"}`)
+	require.Equal(t, 0, code, errOut)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCLI$", "--", "skill", "run", "spin", "--skills", testSkills, "--db", db)
+	cmd.Env = append(os.Environ(), "WASMPY_TEST_CLI=1")
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+
+	st, err := store.Open(context.Background(), db)
+	require.NoError(t, err)
+	var running *skills.Record
+	require.Eventually(t, func() bool {
+		recs, err := st.List(context.Background(), store.Filter{Skill: "spin"})
+		require.NoError(t, err)
+		if len(recs) == 1 {
+			running = recs[0]
+		}
+		return running != nil
+	}, time.Minute, 20*time.Millisecond)
+	require.NoError(t, st.Close())
+	require.Equal(t, skills.OutcomeRunning, running.Outcome, "a live process's record stays running when another opens the store")
+
+	require.NoError(t, cmd.Process.Kill())
+	cmd.Wait()
+
+	code, out, errOut := wasmpyCLI(t, "", "history", "--db", db, "--json")
+	require.Equal(t, 0, code, errOut)
+	var recs []skills.Record
+	require.NoError(t, json.Unmarshal([]byte(out), &recs))
+	require.Len(t, recs, 2)
+	require.Equal(t, "spin", recs[0].Skill)
+	require.Equal(t, skills.OutcomeInterrupted, recs[0].Outcome)
+	require.Nil(t, recs[0].FinishedAt)
+	require.Equal(t, "echo", recs[1].Skill)
+	require.Equal(t, skills.OutcomeOK, recs[1].Outcome, "what was committed before the kill is intact")
+
+	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db)
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^spin\s+1\s+0\.0%\s+-\s+-\s+interrupted=1$`, out)
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/skills/service"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve skills over HTTP",
+		Description: "Serves the skills in --skills DIR (default: the built-in examples) on --addr, recording\n" +
+			"the provenance of every execution. Bearer tokens, one per line, come from --tokens-file\n" +
+			"and from $WASMPY_TOKENS (comma-separated); with none, no token is asked for.\n" +
+			"--timeout, --memory and --fuel are the defaults of skills that set none, and the\n" +
+			"ceilings of POST /exec (off unless --enable-exec). SIGINT or SIGTERM shuts down\n" +
+			"gracefully: runs in progress finish (up to --shutdown-timeout).",
+		Flags: append(append([]cli.Flag{
+			skillsFlag, dbFlag,
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8002", Usage: "`HOST:PORT` to listen on"},
+			&cli.StringFlag{Name: "tokens-file", EnvVars: []string{"WASMPY_TOKENS_FILE"}, Usage: "`FILE` of bearer tokens, one per line (# comments)"},
+			&cli.StringFlag{Name: "max-body", Value: "1MiB", Usage: "largest request body"},
+			&cli.IntFlag{Name: "max-concurrent", Usage: "runs at once (0: the number of CPUs)"},
+			&cli.IntFlag{Name: "max-queue", Usage: "requests waiting for a run slot before 429 (0: 4 × max-concurrent, -1: none)"},
+			&cli.DurationFlag{Name: "request-timeout", Value: service.DefaultRequestTimeout, Usage: "bound on a run request, queueing included"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long runs in progress may take to finish on shutdown"},
+			&cli.BoolFlag{Name: "enable-exec", Usage: "turn on POST /exec, which runs any code it is sent"},
+			&cli.StringFlag{Name: "log-format", Value: "json", Usage: "json or text"},
+			interpreterFlag, cacheFlag,
+		}, limitFlags()...), llmFlags()...),
+		Action: serveAction,
+	}
+}
+
+func serveAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErr("serve: unexpected argument %q", c.Args().First())
+	}
+	var log *slog.Logger
+	switch f := c.String("log-format"); f {
+	case "json":
+		log = slog.New(slog.NewJSONHandler(c.App.ErrWriter, nil))
+	case "text":
+		log = slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))
+	default:
+		return usageErr("--log-format %q: want json or text", f)
+	}
+	maxBody, err := parseSize(c.String("max-body"))
+	if err != nil || maxBody == 0 {
+		return usageErr("--max-body %q: want a size such as 1MiB", c.String("max-body"))
+	}
+	lim, err := limits(c)
+	if err != nil {
+		return err
+	}
+	if c.Duration("request-timeout") <= 0 || c.Duration("shutdown-timeout") <= 0 {
+		return usageErr("--request-timeout and --shutdown-timeout must be positive")
+	}
+	if c.Int("max-concurrent") < 0 {
+		return usageErr("--max-concurrent must not be negative")
+	}
+	tokens, err := readTokens(c.String("tokens-file"))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.String("addr"))
+	if err != nil {
+		return usageErr("--addr: %v", err)
+	}
+	defer ln.Close()
+
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if n := st.Interrupted(); n > 0 {
+		log.Warn("marked runs left by a dead process as interrupted", "count", n, "db", st.Path())
+	}
+	ex, err := newExecutor(c, st, lim)
+	if err != nil {
+		return err
+	}
+	defer ex.Close(c.Context)
+	reg, err := loadSkills(c, ex, c.String("skills"))
+	if err != nil {
+		return err
+	}
+	for _, p := range reg.Problems() {
+		log.Warn("skipped a broken skill", "path", p.Path, "skill", p.Skill, "reason", p.Reason)
+	}
+	if ex.Interpreter().Kind != assets.Wasmpy {
+		log.Warn("skills need the wasmpy interpreter build for submit_result; with this one every run fails (make interpreter)",
+			"interpreter", ex.Interpreter().Kind)
+	}
+	svc, err := service.New(service.Config{
+		Registry: reg, Executor: ex, Tokens: tokens, MaxBodyBytes: int64(maxBody),
+		MaxConcurrent: c.Int("max-concurrent"), MaxQueue: c.Int("max-queue"), RequestTimeout: c.Duration("request-timeout"),
+		EnableExec: c.Bool("enable-exec"), ExecLimits: lim, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log.Info("listening", "addr", ln.Addr().String(), "skills", len(reg.Skills()), "broken", len(reg.Problems()),
+		"db", st.Path(), "auth", len(tokens) > 0, "exec", c.Bool("enable-exec"), "interpreter", ex.Interpreter().Kind)
+	if err := svc.Serve(ctx, ln, c.Duration("shutdown-timeout")); err != nil {
+		return &exitError{code: exitWasmpy, msg: fmt.Sprintf("serve: %v", err)}
+	}
+	return nil
+}
+
+// readTokens reads bearer tokens from a file (one per line, # comments) and
+// from $WASMPY_TOKENS (comma-separated).
+func readTokens(path string) ([]string, error) {
+	var tokens []string
+	for _, t := range strings.Split(os.Getenv("WASMPY_TOKENS"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			tokens = append(tokens, t)
+		}
+	}
+	if path == "" {
+		return tokens, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErr("--tokens-file: %v", unwrap(err))
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if t := strings.TrimSpace(sc.Text()); t != "" && !strings.HasPrefix(t, "#") {
+			tokens = append(tokens, t)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, usageErr("--tokens-file: %v", err)
+	}
+	if len(tokens) == 0 {
+		return nil, usageErr("--tokens-file %s: no tokens in it", path)
+	}
+	return tokens, nil
+}

@@ -1,0 +1,409 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/skills/store"
+)
+
+// Flags shared by the skill, serve, history and stats commands.
+var (
+	skillsFlag = &cli.StringFlag{Name: "skills", EnvVars: []string{"WASMPY_SKILLS"},
+		Usage: "`DIR` of skills, one per subdirectory (default: the built-in examples)"}
+	dbFlag = &cli.StringFlag{Name: "db", EnvVars: []string{"WASMPY_DB"},
+		Usage: "provenance database `PATH` (default: wasmpy/provenance.db under the user's data dir)"}
+	jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON"}
+)
+
+// llmFlags are the capability flags that concern skills: ask_llm's endpoint.
+func llmFlags() []cli.Flag {
+	var out []cli.Flag
+	for _, f := range capabilityFlags() {
+		if strings.HasPrefix(f.Names()[0], "llm-") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func skillCommand() *cli.Command {
+	common := append([]cli.Flag{skillsFlag, interpreterFlag, cacheFlag}, llmFlags()...)
+	return &cli.Command{
+		Name:  "skill",
+		Usage: "list, show, validate and run skills",
+		Subcommands: []*cli.Command{
+			{
+				Name: "list", Usage: "list the skills that load",
+				Flags:  append([]cli.Flag{jsonFlag}, common...),
+				Action: skillList,
+			},
+			{
+				Name: "show", Usage: "print a skill's description and schemas as JSON", ArgsUsage: "NAME",
+				Flags:  common,
+				Action: skillShow,
+			},
+			{
+				Name: "validate", Usage: "check every skill in a directory; exit 1 if any is broken", ArgsUsage: "DIR",
+				Flags:  append([]cli.Flag{jsonFlag, interpreterFlag, cacheFlag}, llmFlags()...),
+				Action: skillValidate,
+			},
+			{
+				Name: "run", Usage: "run a skill and record its provenance", ArgsUsage: "NAME",
+				Description: "Prints the skill's output (JSON) on stdout and its provenance id on stderr;\n" +
+					"--json prints {result, provenance} as the HTTP service does. Exit status: 0 on a\n" +
+					"valid output, 1 when the handler failed or its output is invalid, 2 for arguments\n" +
+					"the input schema refuses or a missing approval, 121-124 for the sandbox's limits.",
+				Flags: append([]cli.Flag{
+					&cli.StringFlag{Name: "args", Value: "{}", Usage: "the arguments: a JSON `OBJECT`, @FILE, or - for stdin"},
+					&cli.BoolFlag{Name: "approve", Usage: "approve a skill that needs it (requires_approval or side_effect)"},
+					&cli.StringFlag{Name: "actor-id", Usage: "who runs it, for provenance (default: $USER)", EnvVars: []string{"USER"}},
+					&cli.StringFlag{Name: "actor-type", Value: "cli", Usage: "what kind of actor, for provenance"},
+					jsonFlag, dbFlag,
+				}, common...),
+				Action: skillRun,
+			},
+		},
+	}
+}
+
+// newExecutor opens the sandbox skills run in, recording into st (may be
+// nil); lim are the limits of skills that set none.
+func newExecutor(c *cli.Context, st *store.Store, lim wasmpy.Limits) (*skills.Executor, error) {
+	cfg, err := sandboxConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Interpreter, cfg.CacheDir, cfg.Limits = c.String("interpreter"), c.String("cache-dir"), lim
+	ecfg := skills.ExecutorConfig{Sandbox: cfg}
+	if st != nil {
+		ecfg.Store = st
+	}
+	ex, err := skills.NewExecutor(c.Context, ecfg)
+	if err != nil {
+		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}
+	}
+	return ex, nil
+}
+
+// loadSkills loads --skills (or the built-in examples), warning about each
+// broken skill on stderr.
+func loadSkills(c *cli.Context, ex *skills.Executor, dir string) (*skills.Registry, error) {
+	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls()}
+	var reg *skills.Registry
+	var err error
+	if dir == "" {
+		opts.Root = "(built-in)"
+		reg, err = skills.Load(c.Context, skills.Examples(), opts)
+	} else {
+		reg, err = skills.LoadDir(c.Context, dir, opts)
+	}
+	if err != nil {
+		return nil, usageErr("%s", strings.TrimPrefix(err.Error(), "skills: "))
+	}
+	return reg, nil
+}
+
+func warnProblems(w io.Writer, reg *skills.Registry) {
+	for _, p := range reg.Problems() {
+		fmt.Fprintf(w, "wasmpy: skipped a broken skill: %s\n", p)
+	}
+}
+
+func skillList(c *cli.Context) error {
+	ex, err := newExecutor(c, nil, wasmpy.Limits{})
+	if err != nil {
+		return err
+	}
+	defer ex.Close(c.Context)
+	reg, err := loadSkills(c, ex, c.String("skills"))
+	if err != nil {
+		return err
+	}
+	warnProblems(c.App.ErrWriter, reg)
+	if c.Bool("json") {
+		infos := []skills.Info{}
+		for _, s := range reg.Skills() {
+			infos = append(infos, s.Info())
+		}
+		return writeIndented(c.App.Writer, infos)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tFLAGS\tAPPROVAL\tDESCRIPTION")
+	for _, s := range reg.Skills() {
+		approval := "-"
+		if s.NeedsApproval() {
+			approval = "required"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Version, strings.Join(s.SafetyFlags, ","), approval, firstLine(s.Description, 60))
+	}
+	return tw.Flush()
+}
+
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func writeIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// oneArg returns the command's one positional argument. Flags may follow it
+// (skill run NAME --args ...): the flag parser stops at the first
+// positional, so the rest are parsed here.
+func oneArg(c *cli.Context, what string) (string, error) {
+	args, err := positional(c)
+	if err != nil {
+		return "", err
+	}
+	switch len(args) {
+	case 0:
+		return "", usageErr("%s: missing %s", c.Command.FullName(), what)
+	case 1:
+		return args[0], nil
+	}
+	return "", usageErr("%s: want one %s, got %d arguments", c.Command.FullName(), what, len(args))
+}
+
+// positional sets the flags among c's arguments and returns the rest.
+func positional(c *cli.Context) ([]string, error) {
+	var out []string
+	args := c.Args().Slice()
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i+1:]...), nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			out = append(out, a)
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var flag cli.Flag
+		for _, f := range c.Command.Flags {
+			for _, n := range f.Names() {
+				if n == name {
+					flag = f
+				}
+			}
+		}
+		if flag == nil {
+			return nil, usageErr("%s: flag provided but not defined: -%s", c.Command.FullName(), name)
+		}
+		if _, isBool := flag.(*cli.BoolFlag); isBool && !hasValue {
+			value, hasValue = "true", true
+		}
+		if !hasValue {
+			if i+1 == len(args) {
+				return nil, usageErr("%s: flag needs an argument: -%s", c.Command.FullName(), name)
+			}
+			i++
+			value = args[i]
+		}
+		if err := c.Set(name, value); err != nil {
+			return nil, usageErr("%s: invalid value %q for flag -%s: %v", c.Command.FullName(), value, name, err)
+		}
+	}
+	return out, nil
+}
+
+func skillShow(c *cli.Context) error {
+	name, err := oneArg(c, "NAME")
+	if err != nil {
+		return err
+	}
+	ex, err := newExecutor(c, nil, wasmpy.Limits{})
+	if err != nil {
+		return err
+	}
+	defer ex.Close(c.Context)
+	reg, err := loadSkills(c, ex, c.String("skills"))
+	if err != nil {
+		return err
+	}
+	s, ok := reg.Get(name)
+	if !ok {
+		return missingSkill(reg, name)
+	}
+	return writeIndented(c.App.Writer, struct {
+		skills.Info
+		Dir    string          `json:"dir"`
+		Input  json.RawMessage `json:"input_schema"`
+		Output json.RawMessage `json:"output_schema"`
+	}{s.Info(), s.Dir, s.InputSchema, s.OutputSchema})
+}
+
+func missingSkill(reg *skills.Registry, name string) error {
+	for _, p := range reg.Problems() {
+		if p.Skill == name {
+			return usageErr("skill %q is broken: %s", name, p)
+		}
+	}
+	var names []string
+	for _, s := range reg.Skills() {
+		names = append(names, s.Name)
+	}
+	return usageErr("no skill %q (have: %s)", name, strings.Join(names, ", "))
+}
+
+func skillValidate(c *cli.Context) error {
+	dir, err := oneArg(c, "DIR")
+	if err != nil {
+		return err
+	}
+	ex, err := newExecutor(c, nil, wasmpy.Limits{})
+	if err != nil {
+		return err
+	}
+	defer ex.Close(c.Context)
+	reg, err := loadSkills(c, ex, dir)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		ok := []skills.Info{}
+		for _, s := range reg.Skills() {
+			ok = append(ok, s.Info())
+		}
+		probs := reg.Problems()
+		if probs == nil {
+			probs = []skills.Problem{}
+		}
+		if err := writeIndented(c.App.Writer, map[string]any{"skills": ok, "problems": probs}); err != nil {
+			return err
+		}
+	} else {
+		for _, s := range reg.Skills() {
+			fmt.Fprintf(c.App.Writer, "ok      %s %s (%s)\n", s.Name, s.Version, s.Dir)
+		}
+		for _, p := range reg.Problems() {
+			fmt.Fprintf(c.App.Writer, "broken  %s\n", p)
+		}
+	}
+	if n := len(reg.Problems()); n > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("%d problem(s) in %s", n, dir)}
+	}
+	return nil
+}
+
+func skillRun(c *cli.Context) error {
+	name, err := oneArg(c, "NAME")
+	if err != nil {
+		return err
+	}
+	args, err := readArgs(c)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(c)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ex, err := newExecutor(c, st, wasmpy.Limits{})
+	if err != nil {
+		return err
+	}
+	defer ex.Close(c.Context)
+	reg, err := loadSkills(c, ex, c.String("skills"))
+	if err != nil {
+		return err
+	}
+	s, ok := reg.Get(name)
+	if !ok {
+		return missingSkill(reg, name)
+	}
+	actor := c.String("actor-id")
+	if actor == "" {
+		if u, err := user.Current(); err == nil {
+			actor = u.Username
+		}
+	}
+	x, err := ex.Execute(c.Context, s, skills.Request{Args: args, ActorID: actor, ActorType: c.String("actor-type"), Approved: c.Bool("approve")})
+	var se *skills.Error
+	switch {
+	case errors.As(err, &se):
+		return usageErr("%s: %s", name, se.Message)
+	case err != nil:
+		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	w, ew := c.App.Writer, c.App.ErrWriter
+	if c.Bool("json") {
+		if err := writeIndented(w, struct {
+			Error      *skills.Error  `json:"error,omitempty"`
+			Result     *wasmpy.Result `json:"result"`
+			Provenance *skills.Record `json:"provenance"`
+		}{x.Error, x.Result, x.Record}); err != nil {
+			return err
+		}
+	} else {
+		io.WriteString(ew, x.Result.Stderr)
+		if x.Error == nil {
+			var out any
+			json.Unmarshal(x.Result.Result, &out)
+			if err := writeIndented(w, out); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(ew, "provenance: %s\n", x.Record.ExecutionID)
+	}
+	if x.Error == nil {
+		return nil
+	}
+	code := x.Result.ExitCode
+	if code == 0 {
+		code = 1
+	}
+	if c.Bool("json") {
+		return exitStatus(code)
+	}
+	return &exitError{code: code, msg: fmt.Sprintf("%s: %s: %s", name, x.Error.Code, x.Error.Message)}
+}
+
+// readArgs reads --args: JSON, @FILE or - (stdin); it must be an object.
+func readArgs(c *cli.Context) (json.RawMessage, error) {
+	v := c.String("args")
+	var b []byte
+	switch {
+	case v == "-":
+		var err error
+		if b, err = readAll(c.App.Reader, "stdin"); err != nil {
+			return nil, err
+		}
+	case strings.HasPrefix(v, "@"):
+		var err error
+		if b, err = readFile(v[1:]); err != nil {
+			return nil, err
+		}
+	default:
+		b = []byte(v)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil || obj == nil {
+		return nil, usageErr("--args: want a JSON object, e.g. '{\"text\": \"...\"}'")
+	}
+	return b, nil
+}
+
+func openStore(c *cli.Context) (*store.Store, error) {
+	st, err := store.Open(c.Context, c.String("db"))
+	if err != nil {
+		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}
+	}
+	return st, nil
+}

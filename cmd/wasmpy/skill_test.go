@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/skills"
+)
+
+// testSkills is the fixture skills directory.
+var testSkills = filepath.Join("..", "..", "testdata", "skills")
+
+var (
+	interpOnce sync.Once
+	interpKind string
+	interpErr  error
+)
+
+// requireCapabilities fails (never skips) unless the interpreter the CLI
+// picks can make host calls: a skill's output travels through submit_result.
+func requireCapabilities(t *testing.T) {
+	t.Helper()
+	interpOnce.Do(func() {
+		sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")})
+		if interpErr = err; err == nil {
+			interpKind = sb.Interpreter().Kind
+			sb.Close(context.Background())
+		}
+	})
+	require.NoError(t, interpErr)
+	if interpKind != assets.Wasmpy {
+		t.Fatalf("running skills needs the wasmpy interpreter build (make interpreter); the interpreter here is %q", interpKind)
+	}
+}
+
+func TestSkillList(t *testing.T) {
+	code, out, errOut := wasmpyCLI(t, "", "skill", "list")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "NAME")
+	require.Regexp(t, `(?m)^extract_entities\s+1\.0\.0\s+pii_risk\s+-`, out)
+	require.Regexp(t, `(?m)^text_summarize\s+1\.0\.0\s+none`, out)
+
+	code, out, errOut = wasmpyCLI(t, "", "skill", "list", "--json", "--skills", testSkills)
+	require.Equal(t, 0, code, errOut)
+	var infos []skills.Info
+	require.NoError(t, json.Unmarshal([]byte(out), &infos))
+	require.Len(t, infos, 5)
+	require.Equal(t, "needs_approval", infos[2].Name)
+	require.True(t, infos[2].NeedsApproval)
+}
+
+func TestSkillShow(t *testing.T) {
+	code, out, errOut := wasmpyCLI(t, "", "skill", "show", "text_summarize")
+	require.Equal(t, 0, code, errOut)
+	var v map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &v))
+	require.Equal(t, "handler.summarize", v["handler"])
+	require.Equal(t, "object", v["input_schema"].(map[string]any)["type"])
+	require.Contains(t, v["output_schema"].(map[string]any)["required"], "summary")
+
+	code, _, errOut = wasmpyCLI(t, "", "skill", "show", "nope")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, `no skill "nope" (have: extract_entities, text_summarize)`)
+}
+
+func TestSkillValidate(t *testing.T) {
+	code, out, errOut := wasmpyCLI(t, "", "skill", "validate", testSkills)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "ok      echo 0.1.0")
+	require.NotContains(t, out, "broken")
+
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "echo"), os.DirFS(filepath.Join(testSkills, "echo"))))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bad"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad", "skill.yaml"), []byte("name: bad\nversion: one\n"), 0o644))
+	code, out, errOut = wasmpyCLI(t, "", "skill", "validate", dir)
+	require.Equal(t, 1, code)
+	require.Contains(t, out, "ok      echo 0.1.0")
+	require.Contains(t, out, "broken  "+filepath.Join(dir, "bad", "skill.yaml")+`: version "one": not a semantic version`)
+	require.Contains(t, out, "broken  "+filepath.Join(dir, "bad", "schema.json")+": missing")
+	require.Contains(t, errOut, "problem(s) in "+dir)
+
+	code, out, _ = wasmpyCLI(t, "", "skill", "validate", "--json", dir)
+	require.Equal(t, 1, code)
+	var v struct {
+		Skills   []skills.Info    `json:"skills"`
+		Problems []skills.Problem `json:"problems"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &v))
+	require.Len(t, v.Skills, 1)
+	require.NotEmpty(t, v.Problems)
+	require.Equal(t, "bad", v.Problems[0].Skill)
+
+	code, _, errOut = wasmpyCLI(t, "", "skill", "validate", filepath.Join(dir, "nope"))
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "no such file or directory")
+}
+
+func TestSkillRun(t *testing.T) {
+	requireCapabilities(t)
+	db := filepath.Join(t.TempDir(), "p.db")
+	code, out, errOut := wasmpyCLI(t, "", "skill", "run", "text_summarize", "--db", db, "--args",
+		`{"text": "Cats purr loudly. Cats sleep a lot. Dogs bark. Cats and dogs play together. The sky is blue.", "max_sentences": 2, "style": "detailed"}`)
+	require.Equal(t, 0, code, errOut)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Contains(t, res["summary"], "Cats")
+	require.EqualValues(t, 92, res["original_length"])
+	require.Regexp(t, `provenance: [0-9a-f-]{36}\n$`, errOut)
+
+	// --json: the HTTP service's shape.
+	code, out, errOut = wasmpyCLI(t, "", "skill", "run", "echo", "--skills", testSkills, "--db", db, "--json", "--actor-id", "ci", "--args", `{"message": "x"}`)
+	require.Equal(t, 0, code, errOut)
+	var full struct {
+		Result     map[string]any `json:"result"`
+		Provenance skills.Record  `json:"provenance"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &full))
+	require.Equal(t, "ok", full.Provenance.Outcome)
+	require.Equal(t, "ci", full.Provenance.ActorID)
+	require.Equal(t, "cli", full.Provenance.ActorType)
+	require.NotNil(t, full.Result["result"])
+
+	// Arguments from a file and from stdin.
+	argsFile := writeScript(t, "args.json", `{"message": "from a file"}`)
+	code, out, errOut = wasmpyCLI(t, "", "skill", "run", "echo", "--skills", testSkills, "--db", db, "--args", "@"+argsFile)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "from a file")
+	code, out, errOut = wasmpyCLI(t, `{"message": "from stdin"}`, "skill", "run", "--skills", testSkills, "--db", db, "echo", "--args", "-")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "from stdin")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"schema violation", []string{"echo", "--args", `{"message": 5}`}, exitUsage, "at /message: got number, want string"},
+		{"approval missing", []string{"needs_approval", "--args", `{"target": "t"}`}, exitUsage, "needs an explicit approval"},
+		{"invalid output", []string{"bad_output"}, 1, "invalid_output: the output of handler.run does not match the schema: at /count"},
+		{"not JSON", []string{"not_json"}, 1, "invalid_output"},
+		{"unknown skill", []string{"nope"}, exitUsage, `no skill "nope"`},
+		{"args not an object", []string{"echo", "--args", `[1]`}, exitUsage, "--args: want a JSON object"},
+		{"args missing file", []string{"echo", "--args", "@/nonexistent.json"}, exitUsage, "no such file"},
+		{"no name", []string{}, exitUsage, "missing NAME"},
+		{"two names", []string{"echo", "spin"}, exitUsage, "want one NAME"},
+		{"unknown flag after name", []string{"echo", "--frobnicate"}, exitUsage, "flag provided but not defined: -frobnicate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"skill", "run", "--skills", testSkills, "--db", db}, tc.args...)
+			code, out, errOut := wasmpyCLI(t, "", args...)
+			require.Equal(t, tc.code, code, "stdout: %s\nstderr: %s", out, errOut)
+			require.Contains(t, errOut, tc.msg)
+			require.NotContains(t, errOut, "goroutine")
+		})
+	}
+
+	code, _, errOut = wasmpyCLI(t, "", "skill", "run", "needs_approval", "--approve", "--skills", testSkills, "--db", db, "--args", `{"target": "t"}`)
+	require.Equal(t, 0, code, errOut)
+	require.True(t, strings.HasPrefix(errOut, "provenance: "), errOut)
+}

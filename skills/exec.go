@@ -1,0 +1,425 @@
+package skills
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wasmpy/wasmpy"
+)
+
+// The stable codes of Error.
+const (
+	CodeInvalidInput     = "invalid_input"     // the arguments do not match the input schema
+	CodeApprovalRequired = "approval_required" // the skill needs an approval the request lacks
+	CodeInvalidOutput    = "invalid_output"    // the handler's return value does not match the output schema
+	CodeRunFailed        = "run_failed"        // the handler failed: Kind says how (exception, memory, fuel...)
+	CodeTimeout          = "timeout"           // the run hit its time limit
+)
+
+// Error is why an execution was refused or did not produce a valid output.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Kind is the run's error.kind, for run_failed and timeout.
+	Kind string `json:"kind,omitempty"`
+	// Pointer locates the first schema violation (RFC 6901, "" for the whole
+	// value), for invalid_input and invalid_output.
+	Pointer    *string     `json:"pointer,omitempty"`
+	Violations []Violation `json:"violations,omitempty"`
+}
+
+func (e *Error) Error() string { return "skills: " + e.Code + ": " + e.Message }
+
+func schemaError(code, what string, vs []Violation) *Error {
+	p := vs[0].Pointer
+	return &Error{Code: code, Message: what + " does not match the schema: " + describe(vs), Pointer: &p, Violations: vs}
+}
+
+// Outcomes a Record has besides a run's error.kind.
+const (
+	OutcomeRunning       = "running"     // the run has not finished (yet)
+	OutcomeOK            = "ok"          // a valid output
+	OutcomeInvalidOutput = "invalid_output"
+	OutcomeInterrupted   = "interrupted" // the process died mid-run; found on the next start
+	OutcomeCanceled      = "canceled"    // the caller gave up (a closed connection)
+)
+
+// Record is the provenance of one execution: who ran what, on which
+// interpreter, under which limits, and how it went. Inputs and outputs are
+// kept as hashes only (see Canonical).
+type Record struct {
+	ExecutionID string `json:"execution_id"` // a random UUID
+	Skill       string `json:"skill"`        // "" for raw code (POST /exec)
+	Version     string `json:"version"`
+	ActorID     string `json:"actor_id"`
+	ActorType   string `json:"actor_type"`
+	Approved    bool   `json:"approved"`
+	CodeHash    string `json:"code_hash"`    // hex SHA-256 of the handler source (or the raw code)
+	InputsHash  string `json:"inputs_hash"`  // hex SHA-256 of the canonical JSON of the arguments
+	OutputsHash string `json:"outputs_hash"` // likewise of the output; "" when there is none
+
+	Interpreter wasmpy.InterpreterInfo `json:"interpreter"`
+	Limits      LimitsInfo             `json:"limits"` // as applied: defaults filled in
+
+	Outcome         string            `json:"outcome"` // ok, running, interrupted, canceled, invalid_output, or the run's error.kind
+	Error           string            `json:"error"`   // one line on why it failed; the exception class, not its message
+	DurationMS      float64           `json:"duration_ms"`
+	FuelUsed        uint64            `json:"fuel_used"`
+	MemoryPeakBytes uint64            `json:"memory_peak_bytes"`
+	HostCalls       []wasmpy.HostCall `json:"host_calls"`
+	HostCallsTotal  int               `json:"host_calls_total"`
+	StartedAt       time.Time         `json:"started_at"`
+	FinishedAt      *time.Time        `json:"finished_at"` // nil while running, or if interrupted
+}
+
+// Recorder stores provenance. Begin is called before the run, with Outcome
+// "running"; Finish after it with the complete record; Get looks one up by
+// execution id, or fails with ErrNoRecord. A store that survives a crash
+// marks records left running as interrupted.
+type Recorder interface {
+	Begin(ctx context.Context, rec *Record) error
+	Finish(ctx context.Context, rec *Record) error
+	Get(ctx context.Context, id string) (*Record, error)
+}
+
+// ErrNoRecord is the error for an execution id with no record.
+var ErrNoRecord = errors.New("skills: no such execution")
+
+// ExecutorConfig configures an Executor.
+type ExecutorConfig struct {
+	// Sandbox is the base of every run's sandbox: interpreter, cache, LLM,
+	// default limits. Disable is set per skill from its safety flags.
+	Sandbox wasmpy.Config
+	// Store records provenance; nil records none.
+	Store Recorder
+}
+
+// Executor runs skills, each run in a fresh instance with only the
+// capabilities its safety flags ask for, and records their provenance. It is
+// safe for concurrent use.
+type Executor struct {
+	cfg     ExecutorConfig
+	checker *wasmpy.Sandbox
+
+	mu    sync.Mutex
+	boxes map[string]*wasmpy.Sandbox // by granted capabilities
+}
+
+// NewExecutor opens the sandbox for pure-compute runs at once, so a missing
+// interpreter is reported here; sandboxes granting more open on first use.
+func NewExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
+	e := &Executor{cfg: cfg, boxes: map[string]*wasmpy.Sandbox{}}
+	sb, err := e.sandbox(ctx, []string{"submit_result"})
+	if err != nil {
+		return nil, err
+	}
+	e.checker = sb
+	return e, nil
+}
+
+// Checker is the pure-compute sandbox, for LoadOptions.Checker.
+func (e *Executor) Checker() *wasmpy.Sandbox { return e.checker }
+
+// Interpreter describes the interpreter runs use.
+func (e *Executor) Interpreter() wasmpy.InterpreterInfo { return e.checker.Interpreter() }
+
+// AllowsExternalCalls reports whether ask_llm has an endpoint, for
+// LoadOptions.AllowExternalCalls.
+func (e *Executor) AllowsExternalCalls() bool { return e.cfg.Sandbox.LLM.BaseURL != "" }
+
+// Lookup returns the provenance record of an execution, or ErrNoRecord.
+func (e *Executor) Lookup(ctx context.Context, id string) (*Record, error) {
+	if e.cfg.Store == nil || !ValidID(id) {
+		return nil, ErrNoRecord
+	}
+	return e.cfg.Store.Get(ctx, id)
+}
+
+// Close releases every sandbox.
+func (e *Executor) Close(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var errs []error
+	for k, sb := range e.boxes {
+		errs = append(errs, sb.Close(ctx))
+		delete(e.boxes, k)
+	}
+	return errors.Join(errs...)
+}
+
+// sandbox returns the sandbox granting exactly grants (sorted).
+func (e *Executor) sandbox(ctx context.Context, grants []string) (*wasmpy.Sandbox, error) {
+	key := strings.Join(grants, ",")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if sb, ok := e.boxes[key]; ok {
+		return sb, nil
+	}
+	cfg := e.cfg.Sandbox
+	cfg.Disable = nil
+	for _, c := range wasmpy.Capabilities {
+		if !slices.Contains(grants, c) {
+			cfg.Disable = append(cfg.Disable, c)
+		}
+	}
+	sb, err := wasmpy.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.boxes[key] = sb
+	return sb, nil
+}
+
+// Request asks for one execution of a skill.
+type Request struct {
+	Args      json.RawMessage // a JSON object; nil means {}
+	ActorID   string
+	ActorType string
+	// Approved is the caller's explicit approval, needed by skills with
+	// requires_approval or side_effect.
+	Approved bool
+}
+
+// Execution is how one execution went.
+type Execution struct {
+	Record *Record
+	// Result is the run, the record every caller shares; Result.Result is
+	// the handler's return value.
+	Result *wasmpy.Result
+	// Error is nil when the output is valid.
+	Error *Error
+}
+
+//go:embed run_skill.py
+var runSkillPy string
+
+// Execute validates req's arguments, runs the handler in a fresh instance
+// with the skill's limits, validates its output and records provenance.
+//
+// The error is an *Error for a request refused before running
+// (invalid_input, approval_required), or the host's own failure (a canceled
+// ctx, the store); once the handler has run, how it went is in the
+// Execution, including its failures.
+func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Execution, error) {
+	inputsHash, err := s.Check(req)
+	if err != nil {
+		return nil, err
+	}
+	args := req.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	sb, err := e.sandbox(ctx, s.Grants())
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := json.Marshal(map[string]any{"module": s.module, "function": s.fn, "source": s.Source, "args": args})
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{Skill: s.Name, Version: s.Version, ActorID: req.ActorID, ActorType: req.ActorType,
+		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash}
+	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: stdin, Limits: s.Limits}
+	return e.run(ctx, sb, rec, job, func(x *Execution) {
+		out := x.Result.Result
+		if x.Error != nil {
+			return
+		}
+		vs, err := s.ValidateOutput(out)
+		switch {
+		case err != nil:
+			x.Error = &Error{Code: CodeInvalidOutput, Message: "output: " + err.Error()}
+		case vs != nil:
+			x.Error = schemaError(CodeInvalidOutput, "the output of "+s.Handler, vs)
+		}
+	})
+}
+
+// Check does what Execute does before running: the approval, then the
+// arguments against the input schema. It returns the arguments' hash, or an
+// *Error (approval_required, invalid_input).
+func (s *Skill) Check(req Request) (inputsHash string, err error) {
+	if s.NeedsApproval() && !req.Approved {
+		return "", &Error{Code: CodeApprovalRequired, Message: fmt.Sprintf(
+			"skill %s needs an explicit approval: send \"approved\": true (CLI: --approve)", s.Name)}
+	}
+	args := req.Args
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	inputsHash, err = Hash(args)
+	if err != nil {
+		return "", &Error{Code: CodeInvalidInput, Message: "args: " + strings.TrimPrefix(err.Error(), "skills: canonical JSON: ")}
+	}
+	vs, err := s.ValidateInput(args)
+	if err != nil {
+		return "", &Error{Code: CodeInvalidInput, Message: "args: " + err.Error()}
+	}
+	if vs != nil {
+		return "", schemaError(CodeInvalidInput, "args", vs)
+	}
+	return inputsHash, nil
+}
+
+// ExecRequest asks to run raw code (POST /exec).
+type ExecRequest struct {
+	Code      string
+	Args      []string // sys.argv[1:]
+	Stdin     string
+	Limits    wasmpy.Limits
+	ActorID   string
+	ActorType string
+}
+
+// Exec runs raw code in a fresh pure-compute instance (the only capability
+// is submit_result) and records its provenance like a skill's, with
+// Skill "". Its inputs hash covers {"args", "stdin"}.
+func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error) {
+	if req.Code == "" {
+		return nil, wasmpy.ErrNoCode
+	}
+	if req.Args == nil {
+		req.Args = []string{}
+	}
+	in, err := json.Marshal(map[string]any{"args": req.Args, "stdin": req.Stdin})
+	if err != nil {
+		return nil, err
+	}
+	inputsHash, err := Hash(in)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{ActorID: req.ActorID, ActorType: req.ActorType, CodeHash: HashBytes([]byte(req.Code)), InputsHash: inputsHash}
+	job := wasmpy.Job{Code: req.Code, Filename: "<exec>", Args: req.Args, Stdin: []byte(req.Stdin), Limits: req.Limits}
+	return e.run(ctx, e.checker, rec, job, nil)
+}
+
+// run records rec as running, runs job, classifies the outcome (check may
+// add an output error), and completes rec.
+func (e *Executor) run(ctx context.Context, sb *wasmpy.Sandbox, rec *Record, job wasmpy.Job, check func(*Execution)) (*Execution, error) {
+	rec.ExecutionID = NewID()
+	rec.Interpreter = sb.Interpreter()
+	rec.Limits = limitsInfo(e.applied(job.Limits))
+	rec.Outcome = OutcomeRunning
+	rec.StartedAt = time.Now().UTC()
+	rec.HostCalls = []wasmpy.HostCall{}
+	if e.cfg.Store != nil {
+		if err := e.cfg.Store.Begin(ctx, rec); err != nil {
+			return nil, fmt.Errorf("skills: recording provenance: %w", err)
+		}
+	}
+	res, runErr := sb.Run(ctx, job)
+	finished := time.Now().UTC()
+	rec.FinishedAt = &finished
+	x := &Execution{Record: rec, Result: res}
+	if runErr != nil {
+		switch rec.Error = runErr.Error(); {
+		case errors.Is(runErr, context.DeadlineExceeded): // the caller's deadline passed before the run began
+			rec.Outcome = wasmpy.KindTimeout
+		case ctx.Err() != nil:
+			rec.Outcome = OutcomeCanceled
+		default:
+			rec.Outcome = wasmpy.KindInternal
+		}
+	} else {
+		x.Error = runError(res)
+		if check != nil {
+			check(x)
+		}
+		rec.DurationMS, rec.FuelUsed, rec.MemoryPeakBytes = res.DurationMS, res.FuelUsed, res.MemoryPeakBytes
+		rec.HostCalls, rec.HostCallsTotal = res.HostCalls, res.HostCallsTotal
+		switch {
+		case x.Error == nil:
+			rec.Outcome = OutcomeOK
+		case x.Error.Code == CodeInvalidOutput:
+			rec.Outcome, rec.Error = OutcomeInvalidOutput, x.Error.Message
+		default:
+			rec.Outcome, rec.Error = x.Error.Kind, recordError(res.Error)
+		}
+		if res.Error == nil { // the handler returned: hash what it returned
+			if h, err := Hash(res.Result); err == nil {
+				rec.OutputsHash = h
+			}
+		}
+	}
+	if e.cfg.Store != nil {
+		// Record the end even if the caller has gone.
+		if err := e.cfg.Store.Finish(context.WithoutCancel(ctx), rec); err != nil {
+			return nil, fmt.Errorf("skills: recording provenance: %w", err)
+		}
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	return x, nil
+}
+
+// applied is the limits a job runs with: its own, else the executor's, else
+// wasmpy's defaults.
+func (e *Executor) applied(l wasmpy.Limits) wasmpy.Limits {
+	for _, d := range []wasmpy.Limits{e.cfg.Sandbox.Limits, wasmpy.DefaultLimits} {
+		if l.Timeout == 0 {
+			l.Timeout = d.Timeout
+		}
+		if l.Memory == 0 {
+			l.Memory = d.Memory
+		}
+		if l.Output == 0 {
+			l.Output = d.Output
+		}
+		if l.Fuel == 0 {
+			l.Fuel = d.Fuel
+		}
+	}
+	return l
+}
+
+// runError classifies a failed run; nil for a successful one.
+func runError(res *wasmpy.Result) *Error {
+	f := res.Error
+	switch {
+	case f == nil:
+		return nil
+	case f.Kind == wasmpy.KindException && f.Type == "InvalidOutput": // raised by run_skill.py
+		return &Error{Code: CodeInvalidOutput, Message: f.Message}
+	case f.Kind == wasmpy.KindTimeout:
+		return &Error{Code: CodeTimeout, Kind: f.Kind, Message: f.Message}
+	}
+	msg := f.Message
+	if f.Type != "" {
+		msg = f.Type + ": " + msg
+	}
+	return &Error{Code: CodeRunFailed, Kind: f.Kind, Message: msg}
+}
+
+// recordError describes a failure for provenance without the exception's
+// message, which may quote the inputs.
+func recordError(f *wasmpy.Error) string {
+	if f.Type != "" {
+		return f.Type
+	}
+	return f.Message
+}
+
+var idRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
+// NewID returns a random (version 4) UUID, in lowercase.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40 // version 4
+	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// ValidID reports whether s is an execution id as NewID makes them.
+func ValidID(s string) bool { return idRE.MatchString(s) }

@@ -1,0 +1,244 @@
+package skills_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/skills"
+)
+
+var (
+	execOnce sync.Once
+	executor *skills.Executor
+	execErr  error
+)
+
+// testExecutor is one Executor for the package's tests, on the interpreter
+// $WASMPY_INTERPRETER names (default: the best installed).
+func testExecutor(t *testing.T) *skills.Executor {
+	t.Helper()
+	execOnce.Do(func() {
+		executor, execErr = skills.NewExecutor(context.Background(), skills.ExecutorConfig{
+			Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}})
+	})
+	require.NoError(t, execErr)
+	return executor
+}
+
+func writeSkill(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
+
+const (
+	goodYAML = "name: NAME\nversion: 1.0.0\ndescription: a test skill\nhandler: handler.run\nsafety_flags: [none]\n"
+	goodSchema = `{"input": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"], "additionalProperties": false},
+	               "output": {"type": "object"}}`
+	goodHandler = "def run(x):\n    return {\"x\": x}\n"
+)
+
+func goodSkill(name string) map[string]string {
+	return map[string]string{
+		"skill.yaml":  strings.Replace(goodYAML, "NAME", name, 1),
+		"schema.json": goodSchema,
+		"handler.py":  goodHandler,
+	}
+}
+
+func TestLoadExamples(t *testing.T) {
+	ex := testExecutor(t)
+	for name, load := range map[string]func() (*skills.Registry, error){
+		"embedded": func() (*skills.Registry, error) {
+			return skills.Load(context.Background(), skills.Examples(), skills.LoadOptions{Checker: ex.Checker()})
+		},
+		"dir": func() (*skills.Registry, error) {
+			return skills.LoadDir(context.Background(), "examples", skills.LoadOptions{Checker: ex.Checker()})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			reg, err := load()
+			require.NoError(t, err)
+			require.Empty(t, reg.Problems())
+			var names []string
+			for _, s := range reg.Skills() {
+				names = append(names, s.Name)
+			}
+			require.Equal(t, []string{"extract_entities", "text_summarize"}, names)
+			s, ok := reg.Get("text_summarize")
+			require.True(t, ok)
+			require.Equal(t, "1.0.0", s.Version)
+			require.Equal(t, "handler.summarize", s.Handler)
+			require.Len(t, s.CodeHash, 64)
+			require.Equal(t, skills.HashBytes([]byte(s.Source)), s.CodeHash)
+			require.False(t, s.NeedsApproval())
+			require.Equal(t, []string{"submit_result"}, s.Grants())
+			info := s.Info()
+			require.Equal(t, int64(10000), info.Limits.TimeoutMS)
+			require.Equal(t, uint64(128<<20), info.Limits.MemoryBytes)
+		})
+	}
+}
+
+// Every kind of broken skill is reported with its path and reason, and the
+// good skill beside it still loads.
+func TestLoadBrokenSkills(t *testing.T) {
+	ex := testExecutor(t)
+	yaml := func(old, new string) func(map[string]string) {
+		return func(f map[string]string) { f["skill.yaml"] = strings.Replace(f["skill.yaml"], old, new, 1) }
+	}
+	set := func(file, content string) func(map[string]string) {
+		return func(f map[string]string) { f[file] = content }
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(map[string]string)
+		file   string // the file the problem names
+		reason string
+	}{
+		{"no skill.yaml", func(f map[string]string) { delete(f, "skill.yaml") }, "skill.yaml", "missing"},
+		{"empty skill.yaml", set("skill.yaml", ""), "skill.yaml", "empty"},
+		{"yaml syntax", set("skill.yaml", "name: [unclosed\n"), "skill.yaml", "line"},
+		{"unknown field", yaml("handler:", "colour: red\nhandler:"), "skill.yaml", "field colour not found"},
+		{"wrong type", yaml("safety_flags: [none]", "safety_flags: [none]\nrequires_approval: [1]"), "skill.yaml", "cannot unmarshal"},
+		{"missing name", yaml("name: broken\n", ""), "skill.yaml", "name: missing"},
+		{"bad name", yaml("name: broken", "name: Bad Name"), "skill.yaml", `name "Bad Name"`},
+		{"not semver", yaml("version: 1.0.0", "version: 1.0"), "skill.yaml", "not a semantic version"},
+		{"no description", yaml("description: a test skill", "description: ' '"), "skill.yaml", "description: missing"},
+		{"handler shape", yaml("handler: handler.run", "handler: run"), "skill.yaml", "want module.function"},
+		{"handler file missing", yaml("handler: handler.run", "handler: other.run"), "other.py", "missing"},
+		{"no safety flags", yaml("safety_flags: [none]", "tags: [x]"), "skill.yaml", "safety_flags: missing"},
+		{"unknown flag", yaml("[none]", "[dangerous]"), "skill.yaml", `unknown flag "dangerous"`},
+		{"network", yaml("[none]", "[network_access]"), "skill.yaml", "never grants network access"},
+		{"external call without LLM", yaml("[none]", "[external_call]"), "skill.yaml", "no LLM endpoint"},
+		{"none with others", yaml("[none]", "[none, pii_risk]"), "skill.yaml", "cannot be combined"},
+		{"flag twice", yaml("[none]", "[pii_risk, pii_risk]"), "skill.yaml", "listed twice"},
+		{"bad tag", yaml("safety_flags", "tags: ['a b']\nsafety_flags"), "skill.yaml", "bad tag"},
+		{"bad timeout", yaml("safety_flags", "limits: {timeout: soon}\nsafety_flags"), "skill.yaml", "limits.timeout"},
+		{"long timeout", yaml("safety_flags", "limits: {timeout: 2h}\nsafety_flags"), "skill.yaml", "at most 10m0s"},
+		{"huge memory", yaml("safety_flags", "limits: {memory: 8GiB}\nsafety_flags"), "skill.yaml", "at most 4GiB"},
+		{"negative fuel", yaml("safety_flags", "limits: {fuel: -1}\nsafety_flags"), "skill.yaml", "cannot unmarshal"},
+		{"no schema.json", func(f map[string]string) { delete(f, "schema.json") }, "schema.json", "missing"},
+		{"schema not JSON", set("schema.json", "{input:"), "schema.json", "not a JSON object"},
+		{"schema without output", set("schema.json", `{"input": {"type": "object"}}`), "schema.json", "output: missing"},
+		{"schema extra key", set("schema.json", `{"input": {"type": "object"}, "output": {}, "extra": {}}`), "schema.json", `unknown key "extra"`},
+		{"schema does not compile", set("schema.json", `{"input": {"type": "nonsense"}, "output": {}}`), "schema.json", "input: does not compile"},
+		{"external ref", set("schema.json", `{"input": {"type": "object"}, "output": {"$ref": "https://example.com/s.json"}}`), "schema.json", "output: does not compile"},
+		{"input not an object", set("schema.json", `{"input": {"type": "array"}, "output": {}}`), "schema.json", `"type": "object"`},
+		{"handler syntax", set("handler.py", "def run(x:\n    pass\n"), "handler.py", "does not parse: line 1"},
+		{"no function", set("handler.py", "def other(x):\n    pass\n"), "handler.py", "defines no top-level function 'run'"},
+		{"nested function", set("handler.py", "class C:\n    def run(x):\n        pass\n"), "handler.py", "defines no top-level function"},
+		{"async", set("handler.py", "async def run(x):\n    pass\n"), "handler.py", "is async"},
+		{"positional only", set("handler.py", "def run(x, /):\n    pass\n"), "handler.py", "positional-only"},
+		{"required param not required", set("handler.py", "def run(x, y):\n    pass\n"), "handler.py", `parameter "y" of run has no default`},
+		{"schema not closed", set("schema.json", `{"input": {"type": "object", "properties": {"x": {}}, "required": ["x"]}, "output": {}}`), "handler.py", `"additionalProperties": false`},
+		{"duplicate name", func(f map[string]string) {
+			f["skill.yaml"] = strings.Replace(f["skill.yaml"], "name: broken", "name: good", 1)
+		}, "skill.yaml", `name "good" is also used by`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeSkill(t, filepath.Join(dir, "good"), goodSkill("good"))
+			files := goodSkill("broken")
+			tc.mutate(files)
+			writeSkill(t, filepath.Join(dir, "broken"), files)
+			reg, err := skills.LoadDir(context.Background(), dir, skills.LoadOptions{Checker: ex.Checker()})
+			require.NoError(t, err)
+			probs := reg.Problems()
+			require.NotEmpty(t, probs)
+			_, ok := reg.Get("broken")
+			require.False(t, ok, "a broken skill is not served")
+			p := probs[0]
+			if tc.name == "duplicate name" {
+				require.Len(t, probs, 2, "both skills with the name are refused")
+				require.Empty(t, reg.Skills())
+			} else {
+				_, ok := reg.Get("good")
+				require.True(t, ok, "the good skill still loads: %v", probs)
+				require.Len(t, reg.Skills(), 1)
+			}
+			require.Equal(t, filepath.Join(dir, "broken", tc.file), p.Path, "%v", probs)
+			require.Contains(t, p.String(), tc.reason)
+		})
+	}
+}
+
+func TestLoadPropertyNotAParameter(t *testing.T) {
+	dir := t.TempDir()
+	files := goodSkill("s")
+	files["handler.py"] = "def run(x, y=2):\n    pass\n"
+	files["schema.json"] = `{"input": {"type": "object", "properties": {"x": {}, "z": {}}, "required": ["x"], "additionalProperties": false}, "output": {}}`
+	writeSkill(t, filepath.Join(dir, "s"), files)
+	reg, err := skills.LoadDir(context.Background(), dir, skills.LoadOptions{Checker: testExecutor(t).Checker()})
+	require.NoError(t, err)
+	require.Len(t, reg.Problems(), 1)
+	require.Contains(t, reg.Problems()[0].Reason, `input property "z" is not a parameter of run`)
+
+	// With **kwargs, any property is fine and the schema may stay open.
+	files["handler.py"] = "def run(x, **rest):\n    pass\n"
+	files["schema.json"] = `{"input": {"type": "object", "properties": {"x": {}, "z": {}}, "required": ["x"]}, "output": {}}`
+	writeSkill(t, filepath.Join(dir, "s"), files)
+	reg, err = skills.LoadDir(context.Background(), dir, skills.LoadOptions{Checker: testExecutor(t).Checker()})
+	require.NoError(t, err)
+	require.Empty(t, reg.Problems())
+}
+
+func TestLoadFlags(t *testing.T) {
+	dir := t.TempDir()
+	files := goodSkill("ext")
+	files["skill.yaml"] = strings.Replace(files["skill.yaml"], "[none]", "[external_call, file_system, pii_risk]", 1)
+	writeSkill(t, filepath.Join(dir, "ext"), files)
+	files = goodSkill("approve")
+	files["skill.yaml"] += "requires_approval: true\n"
+	writeSkill(t, filepath.Join(dir, "approve"), files)
+	files = goodSkill("effect")
+	files["skill.yaml"] = strings.Replace(files["skill.yaml"], "[none]", "[side_effect]", 1)
+	writeSkill(t, filepath.Join(dir, "effect"), files)
+	writeSkill(t, filepath.Join(dir, ".hidden"), map[string]string{"junk": "x"})
+	writeSkill(t, dir, map[string]string{"README.md": "not a skill"})
+
+	reg, err := skills.LoadDir(context.Background(), dir, skills.LoadOptions{Checker: testExecutor(t).Checker(), AllowExternalCalls: true})
+	require.NoError(t, err)
+	require.Empty(t, reg.Problems())
+	ext, _ := reg.Get("ext")
+	require.Equal(t, []string{"ask_llm", "list_files", "read_file", "search_files", "submit_result", "write_file"}, ext.Grants())
+	require.False(t, ext.NeedsApproval())
+	a, _ := reg.Get("approve")
+	require.True(t, a.NeedsApproval())
+	e, _ := reg.Get("effect")
+	require.True(t, e.NeedsApproval())
+}
+
+func TestLoadErrors(t *testing.T) {
+	_, err := skills.LoadDir(context.Background(), filepath.Join(t.TempDir(), "nope"), skills.LoadOptions{Checker: testExecutor(t).Checker()})
+	require.ErrorContains(t, err, "no such file")
+	_, err = skills.LoadDir(context.Background(), "examples", skills.LoadOptions{})
+	require.ErrorContains(t, err, "Checker is required")
+}
+
+// A handler that crashes the parser itself is one broken skill; the others
+// still load.
+func TestLoadHostileHandler(t *testing.T) {
+	dir := t.TempDir()
+	writeSkill(t, filepath.Join(dir, "good"), goodSkill("good"))
+	files := goodSkill("hostile")
+	files["handler.py"] = "x = " + strings.Repeat("(", 100000) + strings.Repeat(")", 100000) + "\ndef run(x):\n    pass\n"
+	writeSkill(t, filepath.Join(dir, "hostile"), files)
+	reg, err := skills.LoadDir(context.Background(), dir, skills.LoadOptions{Checker: testExecutor(t).Checker()})
+	require.NoError(t, err)
+	_, ok := reg.Get("good")
+	require.True(t, ok)
+	require.Len(t, reg.Problems(), 1)
+	require.Equal(t, filepath.Join(dir, "hostile", "handler.py"), reg.Problems()[0].Path)
+	t.Log(reg.Problems()[0].Reason)
+}

@@ -1,0 +1,255 @@
+package skills
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/wasmpy/wasmpy"
+)
+
+// The safety flags a skill may declare in skill.yaml.
+const (
+	FlagNone          = "none"           // pure compute: the skill is granted submit_result only
+	FlagPIIRisk       = "pii_risk"       // inputs or outputs may hold personal data (informational)
+	FlagExternalCall  = "external_call"  // calls ask_llm; loads only where an LLM endpoint is configured
+	FlagSideEffect    = "side_effect"    // acts on the world: every run needs an approval
+	FlagFileSystem    = "file_system"    // uses the workspace (read_file, write_file, ...), an in-memory overlay
+	FlagNetworkAccess = "network_access" // needs the network, which the sandbox never grants: refused at load
+)
+
+// SafetyFlags lists every flag, in documentation order.
+var SafetyFlags = []string{FlagNone, FlagPIIRisk, FlagExternalCall, FlagSideEffect, FlagFileSystem, FlagNetworkAccess}
+
+// Limits bounding a skill's runs, beyond which skill.yaml may not go.
+const (
+	MaxTimeout = 10 * time.Minute
+	MaxMemory  = 4 << 30 // the wasm32 address space
+)
+
+// Skill is one loaded, validated skill. The registry shares Skills between
+// callers: treat every field as read-only.
+type Skill struct {
+	Name        string
+	Version     string // semantic version (semver.org 2.0.0)
+	Description string
+	// Handler is "module.function": the function named in module.py in the
+	// skill's directory.
+	Handler          string
+	SafetyFlags      []string
+	RequiresApproval bool
+	Tags             []string
+	// Limits bound each run; a zero field means the executor's default.
+	Limits wasmpy.Limits
+
+	Dir      string // where the skill was loaded from, for messages
+	Source   string // the handler module's source
+	CodeHash string // hex SHA-256 of Source
+
+	// InputSchema and OutputSchema are the JSON Schemas from schema.json.
+	InputSchema, OutputSchema json.RawMessage
+
+	input, output *jsonschema.Schema
+	module, fn    string
+}
+
+// NeedsApproval reports whether a run must carry an explicit approval:
+// requires_approval is set, or the skill declares side_effect.
+func (s *Skill) NeedsApproval() bool {
+	return s.RequiresApproval || slices.Contains(s.SafetyFlags, FlagSideEffect)
+}
+
+// Grants lists the capabilities a run of the skill is given: submit_result,
+// plus ask_llm for external_call and the workspace for file_system.
+func (s *Skill) Grants() []string {
+	g := []string{"submit_result"}
+	if slices.Contains(s.SafetyFlags, FlagExternalCall) {
+		g = append(g, "ask_llm")
+	}
+	if slices.Contains(s.SafetyFlags, FlagFileSystem) {
+		g = append(g, "read_file", "write_file", "list_files", "search_files")
+	}
+	slices.Sort(g)
+	return g
+}
+
+// ValidateInput checks args against the input schema; nil means valid.
+func (s *Skill) ValidateInput(args json.RawMessage) ([]Violation, error) {
+	return validate(s.input, args)
+}
+
+// ValidateOutput checks a handler's return value against the output schema.
+func (s *Skill) ValidateOutput(out json.RawMessage) ([]Violation, error) {
+	return validate(s.output, out)
+}
+
+// Info is the public description of a skill, as GET /skills/{name} and
+// `wasmpy skill show` give it.
+type Info struct {
+	Name             string     `json:"name"`
+	Version          string     `json:"version"`
+	Description      string     `json:"description"`
+	Handler          string     `json:"handler"`
+	SafetyFlags      []string   `json:"safety_flags"`
+	RequiresApproval bool       `json:"requires_approval"`
+	NeedsApproval    bool       `json:"needs_approval"`
+	Tags             []string   `json:"tags"`
+	Limits           LimitsInfo `json:"limits"`
+	Grants           []string   `json:"grants"`
+	CodeHash         string     `json:"code_hash"`
+}
+
+// LimitsInfo is Limits as JSON; a zero field means the default.
+type LimitsInfo struct {
+	TimeoutMS   int64  `json:"timeout_ms"`
+	MemoryBytes uint64 `json:"memory_bytes"`
+	OutputBytes int    `json:"output_bytes"`
+	Fuel        uint64 `json:"fuel"`
+}
+
+func limitsInfo(l wasmpy.Limits) LimitsInfo {
+	return LimitsInfo{TimeoutMS: l.Timeout.Milliseconds(), MemoryBytes: l.Memory, OutputBytes: l.Output, Fuel: l.Fuel}
+}
+
+// Info describes the skill.
+func (s *Skill) Info() Info {
+	tags := s.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return Info{
+		Name: s.Name, Version: s.Version, Description: s.Description, Handler: s.Handler,
+		SafetyFlags: s.SafetyFlags, RequiresApproval: s.RequiresApproval, NeedsApproval: s.NeedsApproval(),
+		Tags: tags, Limits: limitsInfo(s.Limits), Grants: s.Grants(), CodeHash: s.CodeHash,
+	}
+}
+
+// manifest is skill.yaml as written.
+type manifest struct {
+	Name             string   `yaml:"name"`
+	Version          string   `yaml:"version"`
+	Description      string   `yaml:"description"`
+	Handler          string   `yaml:"handler"`
+	SafetyFlags      []string `yaml:"safety_flags"`
+	RequiresApproval bool     `yaml:"requires_approval"`
+	Tags             []string `yaml:"tags"`
+	Limits           struct {
+		Timeout string `yaml:"timeout"` // a Go duration: 500ms, 10s, 1m
+		Memory  string `yaml:"memory"`  // bytes, or 64MiB, 1GiB...
+		Fuel    uint64 `yaml:"fuel"`
+	} `yaml:"limits"`
+}
+
+var (
+	nameRE    = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+	tagRE     = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$`)
+	handlerRE = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)$`)
+	// semverRE is semver.org's own expression for version 2.0.0.
+	semverRE = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
+		`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
+		`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+)
+
+// check validates the manifest's fields into s; each problem is one reason.
+func (m *manifest) check(s *Skill, opts LoadOptions) []string {
+	var bad []string
+	fail := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	switch {
+	case m.Name == "":
+		fail("name: missing")
+	case !nameRE.MatchString(m.Name):
+		fail("name %q: want lowercase letters, digits, _ or -, starting with a letter, at most 64", m.Name)
+	}
+	switch {
+	case m.Version == "":
+		fail("version: missing")
+	case !semverRE.MatchString(m.Version):
+		fail("version %q: not a semantic version (MAJOR.MINOR.PATCH, e.g. 1.0.0)", m.Version)
+	}
+	if strings.TrimSpace(m.Description) == "" {
+		fail("description: missing")
+	}
+	switch sub := handlerRE.FindStringSubmatch(m.Handler); {
+	case m.Handler == "":
+		fail("handler: missing (module.function, e.g. handler.summarize)")
+	case sub == nil:
+		fail("handler %q: want module.function, e.g. handler.summarize", m.Handler)
+	default:
+		s.module, s.fn = sub[1], sub[2]
+	}
+	if len(m.SafetyFlags) == 0 {
+		fail("safety_flags: missing (one or more of %s)", strings.Join(SafetyFlags, ", "))
+	}
+	seen := map[string]bool{}
+	for _, f := range m.SafetyFlags {
+		switch {
+		case !slices.Contains(SafetyFlags, f):
+			fail("safety_flags: unknown flag %q (want %s)", f, strings.Join(SafetyFlags, ", "))
+		case seen[f]:
+			fail("safety_flags: %q listed twice", f)
+		case f == FlagNetworkAccess:
+			fail("safety_flags: network_access: refused, the sandbox never grants network access")
+		case f == FlagExternalCall && !opts.AllowExternalCalls:
+			fail("safety_flags: external_call: refused, no LLM endpoint is configured for ask_llm")
+		}
+		seen[f] = true
+	}
+	if seen[FlagNone] && len(m.SafetyFlags) > 1 {
+		fail("safety_flags: %q cannot be combined with other flags", FlagNone)
+	}
+	for _, t := range m.Tags {
+		if !tagRE.MatchString(t) {
+			fail("tags: bad tag %q (letters, digits, _ . : -, at most 64)", t)
+		}
+	}
+	if t := m.Limits.Timeout; t != "" {
+		d, err := time.ParseDuration(t)
+		switch {
+		case err != nil || d <= 0:
+			fail("limits.timeout %q: want a positive duration such as 500ms, 10s or 1m", t)
+		case d > MaxTimeout:
+			fail("limits.timeout %q: at most %v", t, MaxTimeout)
+		}
+		s.Limits.Timeout = d
+	}
+	if mem := m.Limits.Memory; mem != "" {
+		n, err := parseSize(mem)
+		switch {
+		case err != nil || n == 0:
+			fail("limits.memory %q: want a positive size such as 64MiB or 1GiB", mem)
+		case n > MaxMemory:
+			fail("limits.memory %q: at most 4GiB (the wasm32 address space)", mem)
+		}
+		s.Limits.Memory = n
+	}
+	s.Limits.Fuel = m.Limits.Fuel
+	s.Name, s.Version, s.Description, s.Handler = m.Name, m.Version, strings.TrimSpace(m.Description), m.Handler
+	s.SafetyFlags, s.RequiresApproval, s.Tags = m.SafetyFlags, m.RequiresApproval, m.Tags
+	return bad
+}
+
+// parseSize reads "1048576", "64MiB", "1GiB", "512KiB" (also K, M, G).
+func parseSize(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	mult := uint64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   uint64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n > (1<<62)/mult {
+		return 0, fmt.Errorf("bad size")
+	}
+	return n * mult, nil
+}

@@ -1,0 +1,16 @@
+//go:build !unix
+
+package store
+
+import "os"
+
+// processAlive reports whether a process with this pid exists; where that
+// cannot be told, it says yes, so live records are never marked interrupted.
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	p.Release()
+	return true
+}

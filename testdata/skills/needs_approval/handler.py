@@ -1,0 +1,2 @@
+def act(target):
+    return {"done": True, "target": target}

@@ -1,0 +1,2 @@
+def run():
+    return {1, 2, 3}
