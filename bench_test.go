@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,9 +91,12 @@ func benchSandbox(b *testing.B, kind string) *wasmpy.Sandbox {
 	return sb
 }
 
+// benchNative times native python3. It runs the interpreter itself, not a
+// wrapper such as pyenv's shim, which would add a shell's start to each run.
 func benchNative(b *testing.B, args ...string) {
-	python, err := exec.LookPath("python3")
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	require.NoError(b, err, "the yardstick needs python3 on PATH")
+	python := strings.TrimSpace(string(out))
 	for b.Loop() {
 		require.NoError(b, exec.Command(python, args...).Run())
 	}
