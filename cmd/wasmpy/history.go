@@ -83,10 +83,12 @@ func skillName(s string) string {
 }
 
 func historyList(c *cli.Context) error {
-	if args, err := positional(c); err != nil {
+	c, err := reparse(c)
+	if err != nil {
 		return err
-	} else if len(args) > 0 {
-		return usageErr("history: unexpected argument %q (did you mean: history show ID?)", args[0])
+	}
+	if c.Args().Present() {
+		return usageErr("history: unexpected argument %q (did you mean: history show ID?)", c.Args().First())
 	}
 	f, err := filter(c)
 	if err != nil {
@@ -130,7 +132,7 @@ func ms(v float64) string {
 }
 
 func historyShow(c *cli.Context) error {
-	id, err := oneArg(c, "ID")
+	c, id, err := oneArg(c, "ID")
 	if err != nil {
 		return err
 	}
@@ -199,10 +201,12 @@ func printRecord(w io.Writer, r *skills.Record) {
 }
 
 func statsAction(c *cli.Context) error {
-	if args, err := positional(c); err != nil {
+	c, err := reparse(c)
+	if err != nil {
 		return err
-	} else if len(args) > 0 {
-		return usageErr("stats: unexpected argument %q", args[0])
+	}
+	if c.Args().Present() {
+		return usageErr("stats: unexpected argument %q", c.Args().First())
 	}
 	f, err := filter(c)
 	if err != nil {

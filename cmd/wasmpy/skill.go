@@ -163,67 +163,25 @@ func writeIndented(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// oneArg returns the command's one positional argument. Flags may follow it
-// (skill run NAME --args ...): the flag parser stops at the first
-// positional, so the rest are parsed here.
-func oneArg(c *cli.Context, what string) (string, error) {
-	args, err := positional(c)
+// oneArg returns the command's one positional argument, and the context
+// with the flags that may follow it (skill run NAME --args ...) parsed.
+func oneArg(c *cli.Context, what string) (*cli.Context, string, error) {
+	c, err := reparse(c)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
+	args := c.Args().Slice()
 	switch len(args) {
 	case 0:
-		return "", usageErr("%s: missing %s", c.Command.FullName(), what)
+		return nil, "", usageErr("%s: missing %s", c.Command.FullName(), what)
 	case 1:
-		return args[0], nil
+		return c, args[0], nil
 	}
-	return "", usageErr("%s: want one %s, got %d arguments", c.Command.FullName(), what, len(args))
-}
-
-// positional sets the flags among c's arguments and returns the rest.
-func positional(c *cli.Context) ([]string, error) {
-	var out []string
-	args := c.Args().Slice()
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(out, args[i+1:]...), nil
-		}
-		if len(a) < 2 || a[0] != '-' {
-			out = append(out, a)
-			continue
-		}
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		var flag cli.Flag
-		for _, f := range c.Command.Flags {
-			for _, n := range f.Names() {
-				if n == name {
-					flag = f
-				}
-			}
-		}
-		if flag == nil {
-			return nil, usageErr("%s: flag provided but not defined: -%s", c.Command.FullName(), name)
-		}
-		if _, isBool := flag.(*cli.BoolFlag); isBool && !hasValue {
-			value, hasValue = "true", true
-		}
-		if !hasValue {
-			if i+1 == len(args) {
-				return nil, usageErr("%s: flag needs an argument: -%s", c.Command.FullName(), name)
-			}
-			i++
-			value = args[i]
-		}
-		if err := c.Set(name, value); err != nil {
-			return nil, usageErr("%s: invalid value %q for flag -%s: %v", c.Command.FullName(), value, name, err)
-		}
-	}
-	return out, nil
+	return nil, "", usageErr("%s: want one %s, got %d arguments", c.Command.FullName(), what, len(args))
 }
 
 func skillShow(c *cli.Context) error {
-	name, err := oneArg(c, "NAME")
+	c, name, err := oneArg(c, "NAME")
 	if err != nil {
 		return err
 	}
@@ -262,7 +220,7 @@ func missingSkill(reg *skills.Registry, name string) error {
 }
 
 func skillValidate(c *cli.Context) error {
-	dir, err := oneArg(c, "DIR")
+	c, dir, err := oneArg(c, "DIR")
 	if err != nil {
 		return err
 	}
@@ -302,7 +260,7 @@ func skillValidate(c *cli.Context) error {
 }
 
 func skillRun(c *cli.Context) error {
-	name, err := oneArg(c, "NAME")
+	c, name, err := oneArg(c, "NAME")
 	if err != nil {
 		return err
 	}
