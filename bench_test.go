@@ -2,15 +2,18 @@ package wasmpy_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/hostfuncs"
 )
 
 // The benchmarks put every sandbox figure beside native python3 measured in
@@ -99,5 +102,42 @@ func benchNative(b *testing.B, args ...string) {
 	python := strings.TrimSpace(string(out))
 	for b.Loop() {
 		require.NoError(b, exec.Command(python, args...).Run())
+	}
+}
+
+// BenchmarkHostCall is one guest→Go→guest round trip (a capability that
+// returns its argument), and a 1 MiB read_file: each op is a run of n calls
+// minus a run of none, divided by n.
+func BenchmarkHostCall(b *testing.B) {
+	dir := b.TempDir()
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "mib.bin"), make([]byte, 1<<20), 0o644))
+	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "wasmpy",
+		HostFuncs: hostfuncs.Table{"echo": hostfuncs.Typed(func(ctx context.Context, a struct{ X int }) (int, error) { return a.X, nil })}})
+	require.NoError(b, err)
+	b.Cleanup(func() { sb.Close(context.Background()) })
+	for _, tc := range []struct {
+		name, call string
+		n          int
+	}{
+		{"roundtrip", "echo(X=1)", 20000},
+		{"read_file_1MiB", "read_file('mib.bin', binary=True)", 50},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			timed := func(n int) time.Duration {
+				res, err := sb.Run(context.Background(), wasmpy.Job{Workspace: dir,
+					Code: fmt.Sprintf("import time\nt = time.perf_counter()\nfor _ in range(%d):\n    %s\nprint(time.perf_counter() - t)", n, tc.call)})
+				require.NoError(b, err)
+				require.Nil(b, res.Error, res.Stderr)
+				var s float64
+				_, err = fmt.Sscan(res.Stdout, &s)
+				require.NoError(b, err)
+				return time.Duration(s * float64(time.Second))
+			}
+			var total time.Duration
+			for b.Loop() {
+				total += timed(tc.n) - timed(0)
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*tc.n), "ns/call")
+		})
 	}
 }
