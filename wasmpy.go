@@ -43,8 +43,9 @@ type Limits struct {
 // DefaultLimits apply where neither the Job nor the Config sets a limit.
 var DefaultLimits = Limits{Timeout: 30 * time.Second, Memory: wasm.DefaultMemoryLimit, Output: wasm.DefaultOutputLimit}
 
-// or returns l with its zero fields taken from d.
-func (l Limits) or(d Limits) Limits {
+// Or returns l with its zero fields taken from d: the limits a job runs
+// with are job.Limits.Or(config.Limits).Or(DefaultLimits).
+func (l Limits) Or(d Limits) Limits {
 	if l.Timeout == 0 {
 		l.Timeout = d.Timeout
 	}
@@ -183,7 +184,7 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 	if err := job.Limits.validate(); err != nil {
 		return nil, err
 	}
-	lim := job.Limits.or(s.cfg.Limits).or(DefaultLimits)
+	lim := job.Limits.Or(s.cfg.Limits).Or(DefaultLimits)
 	caps, err := s.capabilities(job)
 	if err != nil {
 		return nil, err

@@ -366,21 +366,7 @@ func (e *Executor) run(ctx context.Context, sb *wasmpy.Sandbox, rec *Record, job
 // applied is the limits a job runs with: its own, else the executor's, else
 // wasmpy's defaults.
 func (e *Executor) applied(l wasmpy.Limits) wasmpy.Limits {
-	for _, d := range []wasmpy.Limits{e.cfg.Sandbox.Limits, wasmpy.DefaultLimits} {
-		if l.Timeout == 0 {
-			l.Timeout = d.Timeout
-		}
-		if l.Memory == 0 {
-			l.Memory = d.Memory
-		}
-		if l.Output == 0 {
-			l.Output = d.Output
-		}
-		if l.Fuel == 0 {
-			l.Fuel = d.Fuel
-		}
-	}
-	return l
+	return l.Or(e.cfg.Sandbox.Limits).Or(wasmpy.DefaultLimits)
 }
 
 // runError classifies a failed run; nil for a successful one.

@@ -82,19 +82,29 @@ func skillName(s string) string {
 	return s
 }
 
-func historyList(c *cli.Context) error {
+// queryStore parses the flags of a command that queries the store (it takes
+// no arguments; hint says what the user may have meant) and opens the store.
+func queryStore(c *cli.Context, hint string) (*cli.Context, *store.Store, store.Filter, error) {
 	c, err := reparse(c)
 	if err != nil {
-		return err
+		return nil, nil, store.Filter{}, err
 	}
 	if c.Args().Present() {
-		return usageErr("history: unexpected argument %q (did you mean: history show ID?)", c.Args().First())
+		return nil, nil, store.Filter{}, usageErr("%s: unexpected argument %q%s", c.Command.Name, c.Args().First(), hint)
 	}
 	f, err := filter(c)
 	if err != nil {
-		return err
+		return nil, nil, store.Filter{}, err
 	}
 	st, err := openStore(c)
+	if err != nil {
+		return nil, nil, store.Filter{}, err
+	}
+	return c, st, f, nil
+}
+
+func historyList(c *cli.Context) error {
+	c, st, f, err := queryStore(c, " (did you mean: history show ID?)")
 	if err != nil {
 		return err
 	}
@@ -201,18 +211,7 @@ func printRecord(w io.Writer, r *skills.Record) {
 }
 
 func statsAction(c *cli.Context) error {
-	c, err := reparse(c)
-	if err != nil {
-		return err
-	}
-	if c.Args().Present() {
-		return usageErr("stats: unexpected argument %q", c.Args().First())
-	}
-	f, err := filter(c)
-	if err != nil {
-		return err
-	}
-	st, err := openStore(c)
+	c, st, f, err := queryStore(c, "")
 	if err != nil {
 		return err
 	}

@@ -190,13 +190,9 @@ func skillShow(c *cli.Context) error {
 		return err
 	}
 	defer ex.Close(c.Context)
-	reg, err := loadSkills(c, ex, c.String("skills"))
+	s, err := findSkill(c, ex, name)
 	if err != nil {
 		return err
-	}
-	s, ok := reg.Get(name)
-	if !ok {
-		return missingSkill(reg, name)
 	}
 	return writeIndented(c.App.Writer, struct {
 		skills.Info
@@ -204,6 +200,19 @@ func skillShow(c *cli.Context) error {
 		Input  json.RawMessage `json:"input_schema"`
 		Output json.RawMessage `json:"output_schema"`
 	}{s.Info(), s.Dir, s.InputSchema, s.OutputSchema})
+}
+
+// findSkill loads the --skills registry and returns the skill called name.
+func findSkill(c *cli.Context, ex *skills.Executor, name string) (*skills.Skill, error) {
+	reg, err := loadSkills(c, ex, c.String("skills"))
+	if err != nil {
+		return nil, err
+	}
+	s, ok := reg.Get(name)
+	if !ok {
+		return nil, missingSkill(reg, name)
+	}
+	return s, nil
 }
 
 func missingSkill(reg *skills.Registry, name string) error {
@@ -278,13 +287,9 @@ func skillRun(c *cli.Context) error {
 		return err
 	}
 	defer ex.Close(c.Context)
-	reg, err := loadSkills(c, ex, c.String("skills"))
+	s, err := findSkill(c, ex, name)
 	if err != nil {
 		return err
-	}
-	s, ok := reg.Get(name)
-	if !ok {
-		return missingSkill(reg, name)
 	}
 	actor := c.String("actor-id")
 	if actor == "" {
