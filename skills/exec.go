@@ -46,8 +46,8 @@ func schemaError(code, what string, vs []Violation) *Error {
 
 // Outcomes a Record has besides a run's error.kind.
 const (
-	OutcomeRunning       = "running"     // the run has not finished (yet)
-	OutcomeOK            = "ok"          // a valid output
+	OutcomeRunning       = "running" // the run has not finished (yet)
+	OutcomeOK            = "ok"      // a valid output
 	OutcomeInvalidOutput = "invalid_output"
 	OutcomeInterrupted   = "interrupted" // the process died mid-run; found on the next start
 	OutcomeCanceled      = "canceled"    // the caller gave up (a closed connection)

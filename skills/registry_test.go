@@ -42,7 +42,7 @@ func writeSkill(t *testing.T, dir string, files map[string]string) {
 }
 
 const (
-	goodYAML = "name: NAME\nversion: 1.0.0\ndescription: a test skill\nhandler: handler.run\nsafety_flags: [none]\n"
+	goodYAML   = "name: NAME\nversion: 1.0.0\ndescription: a test skill\nhandler: handler.run\nsafety_flags: [none]\n"
 	goodSchema = `{"input": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"], "additionalProperties": false},
 	               "output": {"type": "object"}}`
 	goodHandler = "def run(x):\n    return {\"x\": x}\n"
