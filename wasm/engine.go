@@ -17,10 +17,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	mrand "math/rand/v2"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing/fstest"
 	"time"
 
@@ -63,8 +63,14 @@ type Engine struct {
 
 	// The wasmpy build starts every run from image, the memory of an
 	// interpreter that has run its initialisation. Its module is compiled
-	// without the data segments (initialise writes them itself).
-	image *image
+	// without the data segments (initialise writes them itself). An
+	// instance waits, parked, for the next run (see parked.go).
+	image   *image
+	nextMu  sync.Mutex
+	next    chan parkResult
+	parkCtx context.Context
+	parking context.CancelCauseFunc
+	closed  atomic.Bool
 }
 
 // New compiles the interpreter (or loads it from the cache) and, for the
@@ -113,17 +119,24 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 	}
 	e.mod = mod
 	if e.interp.Kind == assets.Wasmpy {
-		return e.snapshot(ctx, cacheDir)
+		e.parkCtx, e.parking = context.WithCancelCause(context.Background())
+		if err := e.snapshot(ctx, cacheDir); err != nil {
+			return err
+		}
+		e.next = e.parkNext()
 	}
 	return nil
 }
 
 // Close releases the runtime and everything compiled in it.
 func (e *Engine) Close(ctx context.Context) error {
+	e.closed.Store(true)
+	e.stopParking()
+	err := e.rt.Close(ctx)
 	if e.image != nil {
 		closeImage(e.image)
 	}
-	return e.rt.Close(ctx)
+	return err
 }
 
 // Run describes one job.
@@ -217,6 +230,9 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if e.closed.Load() {
+		return nil, errClosed
+	}
 	if r.Fuel > 0 && !e.metered {
 		return nil, errors.New("wasmpy: a fuel limit needs a metered engine")
 	}
@@ -255,14 +271,18 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wasmpy: job: %w", err)
 	}
-	st := &runState{clock: newClock(r.Deterministic), host: r.Host, job: jobJSON}
-	mem := &memory{limit: memLimit, image: e.image}
-	runCtx = context.WithValue(runCtx, stateKey{}, st)
-	runCtx = experimental.WithMemoryAllocator(runCtx, mem)
-
-	cfg := e.moduleConfig(st.clock, r.Deterministic).
-		WithStdin(bytes.NewReader(r.Stdin)).WithStdout(stdout).WithStderr(stderr)
-
+	var st *runState
+	var mem *memory
+	var p *parked
+	if e.interp.Kind == assets.Wasmpy {
+		if p, err = e.parked(); err != nil {
+			return nil, err
+		}
+		st, mem = p.st, p.mem
+	} else {
+		st, mem = newRunState(), &memory{limit: memLimit}
+	}
+	st.bind(runCtx, r, jobJSON, stdout, stderr)
 	meter := &meter{budget: math.MaxInt64}
 	if r.Fuel > 0 {
 		meter.budget = int64(r.Fuel)
@@ -272,10 +292,12 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	start := time.Now()
 	var runErr error
-	if e.interp.Kind == assets.Wasmpy {
-		runErr = e.runSnapshot(runCtx, cfg, mem, meter)
+	if p != nil {
+		defer p.close()
+		runErr = p.run(runCtx, memLimit, meter)
 	} else {
-		runErr = e.runCommand(runCtx, cfg, string(jobJSON), meter)
+		ctx := experimental.WithMemoryAllocator(context.WithValue(runCtx, stateKey{}, st), mem)
+		runErr = e.runCommand(ctx, e.moduleConfig(st), string(jobJSON), meter)
 	}
 	out := &Outcome{
 		Duration:        time.Since(start),
@@ -286,10 +308,8 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		MemoryPeak:      mem.peak.Load(),
 		FuelUsed:        meter.used(),
 	}
-	st.mu.Lock()
-	rep := st.report
-	out.HostCalls, out.HostCallsTotal = st.calls, st.nCalls
-	st.mu.Unlock()
+	rep, calls, total := st.results()
+	out.HostCalls, out.HostCallsTotal = calls, total
 	if j.Nonce != "" {
 		out.Stderr, rep = cutReport(out.Stderr, j.Nonce)
 	}
@@ -300,20 +320,30 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	return out, nil
 }
 
-func (e *Engine) moduleConfig(clk *clock, deterministic bool) wazero.ModuleConfig {
-	var random io.Reader = rand.Reader
-	if deterministic {
-		random = mrand.NewChaCha8([32]byte{'w', 'a', 's', 'm', 'p', 'y'})
-	}
+// moduleConfig gives an instance its streams, clocks and random source
+// through st, so that a parked instance learns them when its job arrives.
+func (e *Engine) moduleConfig(st *runState) wazero.ModuleConfig {
 	cfg := wazero.NewModuleConfig().WithName("").
-		WithWalltime(clk.walltime, 1).WithNanotime(clk.nanotime, 1).
-		WithRandSource(random).
+		WithWalltime(func() (int64, int32) { return st.clock.walltime() }, 1).
+		WithNanotime(func() int64 { return st.clock.nanotime() }, 1).
+		WithRandSource(readerFunc(func(p []byte) (int, error) { return st.random.Read(p) })).
+		WithStdin(readerFunc(func(p []byte) (int, error) { return st.stdin.Read(p) })).
+		WithStdout(writerFunc(func(p []byte) (int, error) { return st.stdout.Write(p) })).
+		WithStderr(writerFunc(func(p []byte) (int, error) { return st.stderr.Write(p) })).
 		WithEnv("PYTHONHASHSEED", "0").WithEnv("PYTHONDONTWRITEBYTECODE", "1")
 	if e.interp.Kind == assets.Wasmpy {
 		cfg = cfg.WithFSConfig(e.stdlib).WithArgs("python").WithStartFunctions()
 	}
 	return cfg
 }
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // runCommand runs a plain WASI build: python -c <bootstrap> <job>.
 func (e *Engine) runCommand(ctx context.Context, cfg wazero.ModuleConfig, jobJSON string, meter *meter) error {

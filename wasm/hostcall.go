@@ -3,9 +3,12 @@ package wasm
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	mrand "math/rand/v2"
 	"sync"
 	"time"
 
@@ -43,17 +46,50 @@ type HostCall struct {
 }
 
 // runState is what the host functions know of the run calling them; it
-// travels in the ctx of the guest call.
+// travels in the ctx of the guest call. A parked instance has one before it
+// has a job: the runner's _job call closes waiting and waits for ready,
+// which is closed once bind has filled in the run.
 type runState struct {
-	clock *clock
-	host  hostfuncs.Table
-	job   []byte
+	waiting     chan struct{}
+	waitingOnce sync.Once
+	ready       chan struct{}
+
+	ctx    context.Context // the run's: capabilities see its deadline and values
+	clock  *clock
+	host   hostfuncs.Table
+	job    []byte
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	random io.Reader
 
 	mu      sync.Mutex
 	pending []byte
 	report  *report
 	calls   []HostCall
 	nCalls  int
+}
+
+func newRunState() *runState {
+	return &runState{waiting: make(chan struct{}), ready: make(chan struct{}),
+		ctx: context.Background(), clock: newClock(false), random: rand.Reader,
+		stdin: bytes.NewReader(nil), stdout: io.Discard, stderr: io.Discard}
+}
+
+// bind gives the state its run; the instance sees it once ready is closed.
+func (st *runState) bind(ctx context.Context, r *Run, job []byte, stdout, stderr io.Writer) {
+	st.ctx, st.clock, st.host, st.job = ctx, newClock(r.Deterministic), r.Host, job
+	st.stdin, st.stdout, st.stderr = bytes.NewReader(r.Stdin), stdout, stderr
+	if r.Deterministic {
+		st.random = mrand.NewChaCha8([32]byte{'w', 'a', 's', 'm', 'p', 'y'})
+	}
+}
+
+// results is what the run's host calls left: the runner's report and the log.
+func (st *runState) results() (*report, []HostCall, int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.report, st.calls, st.nCalls
 }
 
 type stateKey struct{}
@@ -157,6 +193,12 @@ func (st *runState) serve(ctx context.Context, raw []byte) []byte {
 	}
 	switch req.Fn {
 	case "_job":
+		st.waitingOnce.Do(func() { close(st.waiting) })
+		select {
+		case <-st.ready:
+		case <-ctx.Done():
+			return errorResponse(hostfuncs.Errorf(hostfuncs.HostError, "the instance was discarded before a job came"))
+		}
 		return append(append([]byte(`{"ok":`), st.job...), '}')
 	case "_report":
 		var rep report
@@ -173,7 +215,7 @@ func (st *runState) serve(ctx context.Context, raw []byte) []byte {
 		return errorResponse(hostfuncs.Errorf(hostfuncs.HostError, "no capability named %q in this run", req.Fn))
 	}
 	start := time.Now()
-	value, err := callSafely(ctx, fn, req)
+	value, err := callSafely(st.ctx, fn, req)
 	var resp []byte
 	if err == nil {
 		resp, err = okResponse(value)

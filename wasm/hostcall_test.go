@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,13 +13,16 @@ import (
 )
 
 func testState() *runState {
-	return &runState{clock: newClock(true), job: []byte(`{"code":"pass"}`), host: hostfuncs.Table{
+	st := newRunState()
+	st.bind(context.Background(), &Run{Deterministic: true, Host: hostfuncs.Table{
 		"echo": func(ctx context.Context, args json.RawMessage) (any, error) { return args, nil },
 		"fail": func(ctx context.Context, args json.RawMessage) (any, error) {
 			return nil, hostfuncs.Errorf(hostfuncs.PermissionError, "no")
 		},
 		"panic": func(ctx context.Context, args json.RawMessage) (any, error) { panic("boom") },
-	}}
+	}}, []byte(`{"code":"pass"}`), io.Discard, io.Discard)
+	close(st.ready)
+	return st
 }
 
 // guestCall does what the C module does: call, then take.

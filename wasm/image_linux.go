@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 
@@ -34,18 +35,16 @@ func openImage(path string) (*image, error) {
 	if err != nil {
 		return nil, err
 	}
-	runCode, size, err := readHeader(f)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	fd, err := unix.Dup(int(f.Fd()))
-	f.Close()
+	defer f.Close()
+	img, err := readHeader(f)
 	if err != nil {
 		return nil, err
 	}
-	unix.CloseOnExec(fd)
-	return &image{fd: fd, off: imageHeader, size: size, runCode: runCode}, nil
+	if img.fd, err = unix.Dup(int(f.Fd())); err != nil {
+		return nil, err
+	}
+	unix.CloseOnExec(img.fd)
+	return img, nil
 }
 
 // mapImage reserves limit bytes (committed only when touched) and maps the
@@ -77,6 +76,47 @@ func remapImage(img *image, mapping []byte) error {
 }
 
 func unmap(mapping []byte) { unix.Munmap(mapping) }
+
+// prefault copies the image's hot pages into mapping ahead of a run, one
+// madvise per run of pages (Linux 5.14 and later; earlier kernels refuse
+// the advice and the run faults the pages itself).
+func prefault(img *image, mapping []byte) {
+	for _, r := range img.hot {
+		if unix.Madvise(mapping[r.start*pageSize:(r.start+r.n)*pageSize], unix.MADV_POPULATE_WRITE) != nil {
+			return
+		}
+	}
+}
+
+// writtenPages reads from /proc/self/pagemap which pages of the image part
+// of mapping were written: those have become private (anonymous) copies,
+// while the pages only read still come from the image file.
+func writtenPages(img *image, mapping []byte) []pageRun {
+	f, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	pages := img.size / pageSize
+	entries := make([]byte, 8*pages)
+	first := int64(uintptr(unsafePointer(mapping)) / pageSize)
+	if _, err := f.ReadAt(entries, 8*first); err != nil {
+		return nil
+	}
+	const present, fileOrShared = 1 << 63, 1 << 61
+	var runs []pageRun
+	for i := range pages {
+		if e := binary.LittleEndian.Uint64(entries[8*i:]); e&present == 0 || e&fileOrShared != 0 {
+			continue
+		}
+		if n := len(runs); n > 0 && runs[n-1].start+runs[n-1].n == uint32(i) {
+			runs[n-1].n++
+			continue
+		}
+		runs = append(runs, pageRun{start: uint32(i), n: 1})
+	}
+	return runs
+}
 
 func closeImage(img *image) {
 	if img.fd >= 0 {

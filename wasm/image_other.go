@@ -20,15 +20,15 @@ func openImage(path string) (*image, error) {
 		return nil, err
 	}
 	defer f.Close()
-	runCode, size, err := readHeader(f)
+	img, err := readHeader(f)
 	if err != nil {
 		return nil, err
 	}
-	data := make([]byte, size)
-	if _, err := io.ReadFull(f, data); err != nil {
+	img.data = make([]byte, img.size)
+	if _, err := io.ReadFull(io.NewSectionReader(f, img.off, int64(img.size)), img.data); err != nil {
 		return nil, err
 	}
-	return newImage(data, runCode), nil
+	return img, nil
 }
 
 func mapImage(*image, uint64) ([]byte, error) { return nil, errors.ErrUnsupported }
@@ -38,3 +38,7 @@ func remapImage(*image, []byte) error { return errors.ErrUnsupported }
 func unmap([]byte) {}
 
 func closeImage(*image) {}
+
+func prefault(*image, []byte) {}
+
+func writtenPages(*image, []byte) []pageRun { return nil }

@@ -7,7 +7,6 @@ import (
 	"math"
 	"path/filepath"
 
-	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
@@ -40,11 +39,12 @@ func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 	if err != nil {
 		return err
 	}
+	e.image = newImage(data, runCode)
+	e.image.hot = e.learnHotPages()
 	if path != "" {
 		// A cache that cannot be written costs the next process time, nothing else.
-		_ = writeImage(path, data, runCode)
+		_ = writeImage(path, data, e.image)
 	}
-	e.image = newImage(data, runCode)
 	return nil
 }
 
@@ -53,11 +53,11 @@ func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 // the stack pointer, which is back at its start when the host regains control.
 func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	stderr := &capture{limit: 64 << 10, full: func() {}}
-	st := &runState{clock: newClock(true)}
+	st := newRunState()
+	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
 	ctx = context.WithValue(ctx, stateKey{}, st)
-	ctx = experimental.WithMemoryAllocator(ctx, &memory{limit: 1 << 32})
-	cfg := e.moduleConfig(st.clock, true).WithStdout(stderr).WithStderr(stderr).
-		WithEnv("PYTHONHOME", "/usr/local")
+	ctx = experimental.WithMemoryAllocator(ctx, &memory{limit: maxMemory})
+	cfg := e.moduleConfig(st).WithEnv("PYTHONHOME", "/usr/local")
 	m, err := e.rt.InstantiateModule(ctx, e.mod, cfg)
 	if err != nil {
 		return nil, 0, fmt.Errorf("wasmpy: instantiate interpreter: %w", err)
@@ -103,34 +103,6 @@ func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 		return fail("snapshot", fmt.Errorf("memory unreadable"))
 	}
 	return bytes.Clone(data), runCode, nil
-}
-
-// runSnapshot starts a fresh instance, lays the image over its memory and
-// runs the job: no start function runs, the interpreter is already up.
-func (e *Engine) runSnapshot(ctx context.Context, cfg wazero.ModuleConfig, mem *memory, meter *meter) error {
-	size := uint64(e.image.size)
-	if size > mem.limit {
-		mem.refused.Store(true)
-		return fmt.Errorf("the interpreter needs %d bytes of memory at start", size)
-	}
-	m, err := e.rt.InstantiateModule(ctx, e.mod, cfg)
-	if err != nil {
-		return err
-	}
-	defer m.Close(ctx)
-	lm := m.Memory()
-	if cur := uint64(lm.Size()); size > cur {
-		if _, ok := lm.Grow(uint32((size - cur) / 65536)); !ok {
-			return fmt.Errorf("memory for the image refused")
-		}
-	}
-	if err := mem.restore(); err != nil {
-		return err
-	}
-	meter.start(m)
-	defer meter.stop()
-	_, err = call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
-	return err
 }
 
 func call(ctx context.Context, m api.Module, name string, args ...uint64) (uint64, error) {

@@ -1,0 +1,94 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/assets"
+)
+
+func TestImageFile(t *testing.T) {
+	data := bytes.Repeat([]byte("wasmpy!\x00"), 3*pageSize/8)
+	want := &image{runCode: 1234, hot: []pageRun{{0, 1}, {2, 1}}}
+	path := filepath.Join(t.TempDir(), "x.img")
+	require.NoError(t, writeImage(path, data, want))
+
+	img, err := openImage(path)
+	require.NoError(t, err)
+	defer closeImage(img)
+	require.Equal(t, want.runCode, img.runCode)
+	require.Equal(t, len(data), img.size)
+	require.Equal(t, want.hot, img.hot)
+	if img.fd >= 0 {
+		mapping, err := mapImage(img, 1<<20)
+		require.NoError(t, err)
+		defer unmap(mapping)
+		require.Equal(t, data, mapping[:len(data)])
+	} else {
+		require.Equal(t, data, img.data)
+	}
+
+	// Files that are not whole images are refused, not mapped.
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for name, corrupt := range map[string][]byte{
+		"magic":     append([]byte("wasmpy-image-0"), raw[14:]...),
+		"truncated": raw[:len(raw)-1],
+		"hot page outside the image": func() []byte {
+			b := bytes.Clone(raw)
+			b[imageFixedSize] = 3 // the first run starts at page 3 of 3
+			return b
+		}(),
+		"header only": raw[:imageFixedSize],
+	} {
+		bad := filepath.Join(t.TempDir(), "bad.img")
+		require.NoError(t, os.WriteFile(bad, corrupt, 0o600))
+		_, err := openImage(bad)
+		require.Error(t, err, name)
+	}
+}
+
+// The engine learns which image pages a run writes and keeps them with the
+// cached image, so that every later process copies them ahead too.
+func TestHotPages(t *testing.T) {
+	e := testEngine(t, false)
+	if e.interp.Kind != assets.Wasmpy || runtime.GOOS != "linux" {
+		t.Skip("hot pages are learnt for the wasmpy build on Linux")
+	}
+	require.NotEmpty(t, e.image.hot)
+	pages := 0
+	for _, r := range e.image.hot {
+		require.LessOrEqual(t, int(r.start+r.n), e.image.size/pageSize)
+		pages += int(r.n)
+	}
+	// print(1) writes a small part of the interpreter's memory.
+	require.Less(t, pages, e.image.size/pageSize/4)
+
+	cache, err := assets.DefaultCacheDir()
+	require.NoError(t, err)
+	img, err := openImage(imagePath(filepath.Join(cache, "engine", "snapshots"), e.interp.SHA256))
+	require.NoError(t, err)
+	defer closeImage(img)
+	require.Equal(t, e.image.hot, img.hot)
+}
+
+func TestRunAfterClose(t *testing.T) {
+	interp, err := assets.Load(assets.Options{Select: os.Getenv("WASMPY_INTERPRETER")})
+	require.NoError(t, err)
+	cache, err := assets.DefaultCacheDir()
+	require.NoError(t, err)
+	e, err := New(context.Background(), Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine"), Unmetered: true})
+	require.NoError(t, err)
+	out, err := e.Run(context.Background(), &Run{Code: "print(1)"})
+	require.NoError(t, err)
+	require.Equal(t, "1\n", string(out.Stdout))
+	require.NoError(t, e.Close(context.Background()))
+	_, err = e.Run(context.Background(), &Run{Code: "print(1)"})
+	require.ErrorContains(t, err, "closed")
+}

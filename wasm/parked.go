@@ -1,0 +1,173 @@
+package wasm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// maxMemory is the most a wasm32 memory can be: a parked instance reserves
+// it, since the limit of the run it will serve is not known yet.
+const maxMemory = 1 << 32
+
+var (
+	errDiscarded = errors.New("wasmpy: parked instance discarded")
+	errClosed    = errors.New("wasmpy: engine closed")
+)
+
+// parked is an instance of the wasmpy build started ahead of its run: the
+// image is laid over its memory, its hot pages are copied in, and its
+// runner waits inside the _job host call. A run binds its job, streams and
+// limits to it, lets it go on, and closes it afterwards; no instance serves
+// two runs.
+type parked struct {
+	mod    api.Module
+	mem    *memory
+	st     *runState
+	cancel context.CancelCauseFunc
+	done   chan error // what the runner's PyRun_SimpleString returned
+}
+
+type parkResult struct {
+	p   *parked
+	err error
+}
+
+// parkNext starts parking the instance for the next run.
+func (e *Engine) parkNext() chan parkResult {
+	next := make(chan parkResult, 1)
+	go func() {
+		p, err := e.park()
+		next <- parkResult{p, err}
+	}()
+	return next
+}
+
+// parked takes the instance parked (or being parked) for this run and
+// starts parking the next one, so a run waits for at most one instance
+// however many arrive together.
+func (e *Engine) parked() (*parked, error) {
+	e.nextMu.Lock()
+	next := e.next
+	if next != nil {
+		e.next = e.parkNext()
+	}
+	e.nextMu.Unlock()
+	if next == nil {
+		return nil, errClosed
+	}
+	r := <-next
+	return r.p, r.err
+}
+
+// stopParking discards the instance parked for a run that will not come.
+func (e *Engine) stopParking() {
+	if e.parking == nil {
+		return
+	}
+	e.parking(errClosed)
+	e.nextMu.Lock()
+	next := e.next
+	e.next = nil
+	e.nextMu.Unlock()
+	if next != nil {
+		if r := <-next; r.p != nil {
+			r.p.discard()
+		}
+	}
+}
+
+func (e *Engine) park() (*parked, error) {
+	st := newRunState()
+	mem := &memory{limit: maxMemory, image: e.image}
+	ctx, cancel := context.WithCancelCause(context.WithValue(e.parkCtx, stateKey{}, st))
+	m, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), e.mod, e.moduleConfig(st))
+	if err != nil {
+		cancel(err)
+		return nil, fmt.Errorf("wasmpy: instantiate: %w", err)
+	}
+	fail := func(err error) (*parked, error) {
+		cancel(err)
+		m.Close(context.Background())
+		return nil, fmt.Errorf("wasmpy: start instance: %w", err)
+	}
+	lm := m.Memory()
+	if size, cur := uint64(e.image.size), uint64(lm.Size()); size > cur {
+		if _, ok := lm.Grow(uint32((size - cur) / 65536)); !ok {
+			return fail(errors.New("memory for the image refused"))
+		}
+	}
+	if err := mem.restore(); err != nil {
+		return fail(err)
+	}
+	if mem.mapping != nil {
+		prefault(e.image, mem.mapping)
+	}
+	if e.metered {
+		(&meter{budget: math.MaxInt64}).start(m) // the runner's start is not the run's
+	}
+	p := &parked{mod: m, mem: mem, st: st, cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		_, err := call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
+		p.done <- err
+	}()
+	// Parked means waiting in _job: what the runner did before is ordered
+	// before bind, and a run never waits for it.
+	select {
+	case <-st.waiting:
+	case err := <-p.done:
+		return fail(fmt.Errorf("the runner ended before asking for its job: %v", err))
+	}
+	return p, nil
+}
+
+// run lets p run the job bound to p.st and waits for it to end; the run's
+// ctx reaches the instance through p.cancel.
+func (p *parked) run(ctx context.Context, limit uint64, meter *meter) error {
+	p.mem.limit = limit
+	if size := uint64(len(p.mem.buf)); size > limit {
+		p.mem.refused.Store(true)
+		return fmt.Errorf("the interpreter needs %d bytes of memory at start", size)
+	}
+	meter.start(p.mod)
+	defer meter.stop()
+	stop := context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })
+	defer stop()
+	close(p.st.ready)
+	return <-p.done
+}
+
+// close releases the instance off the run's path: unmapping its memory
+// takes as long as a small run.
+func (p *parked) close() {
+	p.cancel(errDiscarded)
+	go p.mod.Close(context.Background())
+}
+
+func (p *parked) discard() {
+	p.cancel(errDiscarded)
+	<-p.done
+	p.mod.Close(context.Background())
+}
+
+// learnHotPages runs print(1) in a parked instance and notes the pages of
+// the image it wrote, for later instances to copy ahead.
+func (e *Engine) learnHotPages() []pageRun {
+	p, err := e.park()
+	if err != nil {
+		return nil
+	}
+	defer p.close()
+	j, _ := json.Marshal(job{Code: "print(1)", Filename: "<string>", Argv: []string{"<string>"}})
+	p.st.bind(context.Background(), &Run{}, j, io.Discard, io.Discard)
+	if err := p.run(context.Background(), DefaultMemoryLimit, nil); err != nil || p.mem.mapping == nil {
+		return nil
+	}
+	return writtenPages(e.image, p.mem.mapping)
+}
