@@ -28,11 +28,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,6 +86,10 @@ const (
 	DefaultRequestTimeout = time.Minute
 )
 
+// RequestTimeoutHeader lets a client shorten the request timeout for its
+// own run request, in milliseconds: it cannot lengthen it.
+const RequestTimeoutHeader = "X-Request-Timeout-Ms"
+
 // Config configures a Service.
 type Config struct {
 	Registry *skills.Registry
@@ -101,7 +107,8 @@ type Config struct {
 	// they get 429; 0 means 4 × MaxConcurrent, negative means no queue.
 	MaxQueue int
 	// RequestTimeout bounds a run request, waiting included; 0 means
-	// DefaultRequestTimeout. A skill's own timeout applies within it.
+	// DefaultRequestTimeout. A skill's own timeout applies within it, and a
+	// client can shorten it for its request (RequestTimeoutHeader).
 	RequestTimeout time.Duration
 	// EnableExec turns on POST /exec, which runs any code it is sent.
 	EnableExec bool
@@ -575,7 +582,16 @@ func (s *Service) refused(w http.ResponseWriter, r *http.Request, err error) {
 
 // run takes a slot, runs, and answers with the execution.
 func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Context) (*skills.Execution, error)) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	timeout := s.cfg.RequestTimeout
+	if h := r.Header.Get(RequestTimeoutHeader); h != "" {
+		ms, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || ms < 1 {
+			s.fail(w, r, CodeBadRequest, fmt.Sprintf("%s: want a positive number of milliseconds, got %q", RequestTimeoutHeader, h))
+			return
+		}
+		timeout = min(timeout, time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	release, code := s.acquire(ctx)
 	if code != "" {

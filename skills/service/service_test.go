@@ -351,9 +351,15 @@ func TestRequestTimeout(t *testing.T) {
 	done := make(chan reply, 1)
 	go func() { done <- s.do(t, "POST", "/skills/spin/execute", `{}`) }() // spins until the request's deadline
 	waitInFlight(t, s, 1, 0)
-	r := s.do(t, "POST", "/skills/echo/execute", `{"args": {"message": "x"}}`) // waits in the queue past its deadline
+	// Waits in the queue past its own, shorter, deadline.
+	r := s.do(t, "POST", "/skills/echo/execute", `{"args": {"message": "x"}}`, service.RequestTimeoutHeader, "300")
 	require.Equal(t, 504, r.status)
 	require.Equal(t, "timeout", r.errorCode())
+	for _, bad := range []string{"0", "-5", "soon", "1.5"} {
+		r = s.do(t, "POST", "/skills/echo/execute", `{"args": {"message": "x"}}`, service.RequestTimeoutHeader, bad)
+		require.Equal(t, 400, r.status, bad)
+		require.Contains(t, r.raw, service.RequestTimeoutHeader)
+	}
 	r = <-done
 	require.Equal(t, 504, r.status, r.raw)
 	require.Equal(t, "timeout", r.errorCode())
