@@ -137,6 +137,10 @@ func TestTimeout(t *testing.T) {
 	for name, code := range map[string]string{
 		"busy loop": "while True:\n    pass\n",
 		"sleep":     "import time\ntime.sleep(60)\n",
+		// The stop is a trap in the interpreter's own code: C loops reach
+		// it, and Python cannot catch it.
+		"C loop":   "sum(range(10**15))\n",
+		"catching": "while True:\n    try:\n        while True: pass\n    except BaseException:\n        pass\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			limit := 500 * time.Millisecond
@@ -150,6 +154,28 @@ func TestTimeout(t *testing.T) {
 			t.Logf("overshoot %v", took-limit)
 		})
 	}
+}
+
+// Wasm code cannot be preempted: a guest that never calls out would hold up
+// every stop-the-world of the host's garbage collector, had the engine no
+// preemption point (the refuel call) inside its loops.
+func TestBusyGuestLetsGCRun(t *testing.T) {
+	sb := testSandbox(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = sb.Run(ctx, wasmpy.Job{Code: "while True: pass", Limits: wasmpy.Limits{Timeout: 20 * time.Second}})
+	}()
+	time.Sleep(300 * time.Millisecond) // the guest is spinning
+	runtime.GC()
+	select {
+	case <-done:
+		t.Fatal("the run ended before the collection: nothing was tested")
+	default:
+	}
+	cancel()
+	<-done
 }
 
 func TestContextCancel(t *testing.T) {

@@ -99,7 +99,10 @@ func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func pollOneoffErrno(ctx context.Context, mod api.Module, in, out, n, resultPtr uint32) uint64 {
-	if n == 0 {
+	if n == 0 { // the instrumented code asking for fuel (see refuelImport)
+		if st := stateFrom(ctx); st != nil {
+			st.meter.refuel(ctx)
+		}
 		return errnoInval
 	}
 	mem := mod.Memory()

@@ -20,7 +20,6 @@ import (
 	"math"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing/fstest"
 	"time"
 
@@ -65,12 +64,16 @@ type Engine struct {
 	// interpreter that has run its initialisation. Its module is compiled
 	// without the data segments (initialise writes them itself). An
 	// instance waits, parked, for the next run (see parked.go).
-	image   *image
-	nextMu  sync.Mutex
-	next    chan parkResult
-	parkCtx context.Context
-	parking context.CancelCauseFunc
-	closed  atomic.Bool
+	image  *image
+	nextMu sync.Mutex
+	next   chan parkResult
+
+	// alive ends (kill) when Close begins: it stops every instance. Runs
+	// hold runs for reading; Close takes it to wait for them.
+	alive  context.Context
+	kill   context.CancelCauseFunc
+	runs   sync.RWMutex
+	closed bool
 }
 
 // New compiles the interpreter (or loads it from the cache) and, for the
@@ -80,7 +83,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, errors.New("wasmpy: no interpreter")
 	}
 	// Debug info would have wazero parse DWARF for every trap and exit.
-	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(true).WithDebugInfoEnabled(false)
+	// A metered instance stops, when its context is done, at its next
+	// refuel (see meter); only an unmetered one needs wazero's checks.
+	rc := wazero.NewRuntimeConfig().WithCloseOnContextDone(cfg.Unmetered).WithDebugInfoEnabled(false)
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(cfg.CacheDir, "compiled"))
 		if err != nil {
@@ -89,7 +94,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc)}
+	e.alive, e.kill = context.WithCancelCause(context.Background())
 	if err := e.start(ctx, cfg.CacheDir); err != nil {
+		e.kill(err)
 		e.rt.Close(ctx)
 		return nil, err
 	}
@@ -119,7 +126,6 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 	}
 	e.mod = mod
 	if e.interp.Kind == assets.Wasmpy {
-		e.parkCtx, e.parking = context.WithCancelCause(context.Background())
 		if err := e.snapshot(ctx, cacheDir); err != nil {
 			return err
 		}
@@ -130,8 +136,11 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 
 // Close releases the runtime and everything compiled in it.
 func (e *Engine) Close(ctx context.Context) error {
-	e.closed.Store(true)
+	e.kill(errClosed)
 	e.stopParking()
+	e.runs.Lock()
+	defer e.runs.Unlock()
+	e.closed = true
 	err := e.rt.Close(ctx)
 	if e.image != nil {
 		closeImage(e.image)
@@ -230,7 +239,9 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if e.closed.Load() {
+	e.runs.RLock()
+	defer e.runs.RUnlock()
+	if e.closed {
 		return nil, errClosed
 	}
 	if r.Fuel > 0 && !e.metered {
@@ -249,6 +260,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	defer context.AfterFunc(e.alive, func() { cancel(errClosed) })()
 	if r.Timeout > 0 {
 		var stop context.CancelFunc
 		runCtx, stop = context.WithTimeout(runCtx, r.Timeout)
@@ -283,21 +295,22 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		st, mem = newRunState(), &memory{limit: memLimit}
 	}
 	st.bind(runCtx, r, jobJSON, stdout, stderr)
-	meter := &meter{budget: math.MaxInt64}
+	budget := int64(math.MaxInt64)
 	if r.Fuel > 0 {
-		meter.budget = int64(r.Fuel)
-	}
-	if !e.metered {
-		meter = nil
+		budget = int64(r.Fuel)
 	}
 	start := time.Now()
 	var runErr error
+	var meter *meter
 	if p != nil {
 		defer p.close()
-		runErr = p.run(runCtx, memLimit, meter)
+		meter = p.meter
+		runErr = p.run(runCtx, memLimit, budget)
 	} else {
+		meter = e.newMeter()
+		st.meter = meter
 		ctx := experimental.WithMemoryAllocator(context.WithValue(runCtx, stateKey{}, st), mem)
-		runErr = e.runCommand(ctx, e.moduleConfig(st), string(jobJSON), meter)
+		runErr = e.runCommand(ctx, e.moduleConfig(st), string(jobJSON), meter, budget)
 	}
 	out := &Outcome{
 		Duration:        time.Since(start),
@@ -346,17 +359,25 @@ type writerFunc func([]byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // runCommand runs a plain WASI build: python -c <bootstrap> <job>.
-func (e *Engine) runCommand(ctx context.Context, cfg wazero.ModuleConfig, jobJSON string, meter *meter) error {
+func (e *Engine) runCommand(ctx context.Context, cfg wazero.ModuleConfig, jobJSON string, meter *meter, budget int64) error {
 	cfg = cfg.WithArgs("python", "-c", pyhost.Bootstrap(pyhost.CommandMain), jobJSON).WithStartFunctions()
 	m, err := e.rt.InstantiateModule(ctx, e.mod, cfg)
 	if err != nil {
 		return err
 	}
 	defer m.Close(ctx)
-	meter.start(m)
+	meter.start(m, budget)
 	defer meter.stop()
 	_, err = call(ctx, m, "_start")
 	return err
+}
+
+// newMeter is nil for an unmetered engine: a nil meter measures nothing.
+func (e *Engine) newMeter() *meter {
+	if !e.metered {
+		return nil
+	}
+	return &meter{}
 }
 
 // classify fills in ExitCode and Failure.

@@ -55,6 +55,7 @@ type runState struct {
 	ready       chan struct{}
 
 	ctx    context.Context // the run's: capabilities see its deadline and values
+	meter  *meter
 	clock  *clock
 	host   hostfuncs.Table
 	job    []byte

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy/assets"
@@ -78,17 +80,33 @@ func TestHotPages(t *testing.T) {
 	require.Equal(t, e.image.hot, img.hot)
 }
 
-func TestRunAfterClose(t *testing.T) {
+// Close stops the runs in progress (through their fuel counter) and waits
+// for them; runs after it are refused.
+func TestClose(t *testing.T) {
 	interp, err := assets.Load(assets.Options{Select: os.Getenv("WASMPY_INTERPRETER")})
 	require.NoError(t, err)
 	cache, err := assets.DefaultCacheDir()
 	require.NoError(t, err)
-	e, err := New(context.Background(), Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine"), Unmetered: true})
+	e, err := New(context.Background(), Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine")})
 	require.NoError(t, err)
 	out, err := e.Run(context.Background(), &Run{Code: "print(1)"})
 	require.NoError(t, err)
 	require.Equal(t, "1\n", string(out.Stdout))
+
+	ran := make(chan *Outcome)
+	go func() {
+		out, err := e.Run(context.Background(), &Run{Code: "while True: pass"})
+		assert.NoError(t, err)
+		ran <- out
+	}()
+	time.Sleep(300 * time.Millisecond)
 	require.NoError(t, e.Close(context.Background()))
+	select {
+	case out := <-ran:
+		require.NotNil(t, out.Failure)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close returned with a run still going")
+	}
 	_, err = e.Run(context.Background(), &Run{Code: "print(1)"})
 	require.ErrorContains(t, err, "closed")
 }

@@ -1,37 +1,110 @@
 package wasm
 
 import (
+	"context"
+	"errors"
+	"sync"
+
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/wasmpy/wasmpy/internal/fuel"
 )
 
-// meter sets a run's fuel budget in the instrumented interpreter's counter
-// and reads back what was spent. A nil meter (an unmetered engine) measures
-// nothing. The guest has no way to reach the counter: it is a wasm global,
-// invisible to the code it runs, and only ever decremented.
+// meter hands an instance its fuel budget in slices and counts what it
+// spends. A nil meter (an unmetered engine) measures nothing. The guest has
+// no way to reach the counter: it is a wasm global, invisible to the code
+// it runs, and only ever decremented.
+//
+// When a slice runs out, the instrumented code calls refuel (through
+// poll_oneoff, see refuelImport), which is also where a run whose context
+// is done stops. This replaces wazero's close on context done, whose check
+// at every function entry and loop header leaves the compiled code for Go
+// and more than doubled the time of CPU-bound code; the refuel call is the
+// point where the Go runtime can preempt the goroutine instead.
 type meter struct {
-	budget  int64
 	counter api.MutableGlobal
-	left    int64
+
+	mu     sync.Mutex
+	budget int64 // the run's whole budget
+	spent  int64 // paid for by the slices settled so far
+	given  int64 // what the counter held when last set or settled
+	out    bool  // the budget ran out
 }
 
-func (m *meter) start(mod api.Module) {
+// fuelSlice is how much fuel an instance gets at a time: about a
+// millisecond of CPython, so a done context stops it that soon, and a
+// garbage collection waits for it no longer.
+const fuelSlice = 1 << 18
+
+// refuelImport is the import the instrumented code calls for more fuel:
+// poll_oneoff with no subscriptions, which WASI defines as an error, so no
+// other caller relies on it (ours still answers EINVAL after refuelling).
+var refuelImport = fuel.Refuel{Module: "wasi_snapshot_preview1", Name: "poll_oneoff"}
+
+var (
+	errFuel    = errors.New("wasmpy: out of fuel")
+	errStopped = errors.New("wasmpy: run stopped")
+)
+
+// start gives mod's meter its first slice; mod must not be running.
+func (m *meter) start(mod api.Module, budget int64) {
 	if m == nil {
 		return
 	}
 	m.counter, _ = mod.ExportedGlobal(fuel.GlobalName).(api.MutableGlobal)
-	if m.counter != nil {
-		m.counter.Set(uint64(m.budget))
-	}
-	m.left = m.budget
+	m.reset(budget)
 }
 
-// stop reads the counter; call it before the instance is closed.
-func (m *meter) stop() {
-	if m != nil && m.counter != nil {
-		m.left = int64(m.counter.Get())
+// reset starts counting a new budget, for an instance waiting in a host call.
+func (m *meter) reset(budget int64) {
+	if m == nil || m.counter == nil {
+		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.budget, m.spent, m.out = budget, 0, false
+	m.give()
+}
+
+func (m *meter) give() {
+	m.given = min(fuelSlice, m.budget-m.spent)
+	m.counter.Set(uint64(m.given))
+}
+
+func (m *meter) settle() {
+	left := int64(m.counter.Get())
+	m.spent += m.given - left
+	m.given = left
+}
+
+// refuel runs when the instance has spent its slice: it stops the instance
+// (by panicking, which wazero turns into the call's error) if its budget
+// is spent or ctx is done, and gives it the next slice otherwise.
+func (m *meter) refuel(ctx context.Context) {
+	if m == nil || m.counter == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.settle()
+	if m.spent > m.budget {
+		m.out = true
+		panic(errFuel)
+	}
+	if ctx.Err() != nil {
+		panic(errStopped)
+	}
+	m.give()
+}
+
+// stop settles the count; call it once the instance's call has returned.
+func (m *meter) stop() {
+	if m == nil || m.counter == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.settle()
 }
 
 // used is the fuel spent: the whole budget when it ran out.
@@ -39,7 +112,16 @@ func (m *meter) used() uint64 {
 	if m == nil {
 		return 0
 	}
-	return uint64(m.budget - max(m.left, 0))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return uint64(min(m.spent, m.budget))
 }
 
-func (m *meter) exhausted() bool { return m != nil && m.left < 0 }
+func (m *meter) exhausted() bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.out
+}

@@ -30,8 +30,10 @@ type parked struct {
 	mod    api.Module
 	mem    *memory
 	st     *runState
+	meter  *meter
 	cancel context.CancelCauseFunc
-	done   chan error // what the runner's PyRun_SimpleString returned
+	done   chan struct{} // closed when the runner's PyRun_SimpleString returns
+	err    error         // what it returned
 }
 
 type parkResult struct {
@@ -68,25 +70,22 @@ func (e *Engine) parked() (*parked, error) {
 
 // stopParking discards the instance parked for a run that will not come.
 func (e *Engine) stopParking() {
-	if e.parking == nil {
-		return
-	}
-	e.parking(errClosed)
 	e.nextMu.Lock()
 	next := e.next
 	e.next = nil
 	e.nextMu.Unlock()
 	if next != nil {
 		if r := <-next; r.p != nil {
-			r.p.discard()
+			r.p.close()
 		}
 	}
 }
 
 func (e *Engine) park() (*parked, error) {
 	st := newRunState()
+	st.meter = e.newMeter()
 	mem := &memory{limit: maxMemory, image: e.image}
-	ctx, cancel := context.WithCancelCause(context.WithValue(e.parkCtx, stateKey{}, st))
+	ctx, cancel := context.WithCancelCause(context.WithValue(e.alive, stateKey{}, st))
 	m, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), e.mod, e.moduleConfig(st))
 	if err != nil {
 		cancel(err)
@@ -109,51 +108,46 @@ func (e *Engine) park() (*parked, error) {
 	if mem.mapping != nil {
 		prefault(e.image, mem.mapping)
 	}
-	if e.metered {
-		(&meter{budget: math.MaxInt64}).start(m) // the runner's start is not the run's
-	}
-	p := &parked{mod: m, mem: mem, st: st, cancel: cancel, done: make(chan error, 1)}
+	p := &parked{mod: m, mem: mem, st: st, meter: st.meter, cancel: cancel, done: make(chan struct{})}
+	p.meter.start(m, math.MaxInt64) // the runner's start is not the run's
 	go func() {
-		_, err := call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
-		p.done <- err
+		_, p.err = call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
+		p.meter.stop()
+		close(p.done)
 	}()
 	// Parked means waiting in _job: what the runner did before is ordered
 	// before bind, and a run never waits for it.
 	select {
 	case <-st.waiting:
-	case err := <-p.done:
-		return fail(fmt.Errorf("the runner ended before asking for its job: %v", err))
+		return p, nil
+	case <-p.done:
+		return fail(fmt.Errorf("the runner ended before asking for its job: %v", p.err))
 	}
-	return p, nil
 }
 
-// run lets p run the job bound to p.st and waits for it to end; the run's
-// ctx reaches the instance through p.cancel.
-func (p *parked) run(ctx context.Context, limit uint64, meter *meter) error {
+// run lets p run the job bound to p.st, with a fuel budget, and waits for
+// it to end; the run's ctx reaches the instance through p.cancel.
+func (p *parked) run(ctx context.Context, limit uint64, budget int64) error {
 	p.mem.limit = limit
 	if size := uint64(len(p.mem.buf)); size > limit {
 		p.mem.refused.Store(true)
 		return fmt.Errorf("the interpreter needs %d bytes of memory at start", size)
 	}
-	meter.start(p.mod)
-	defer meter.stop()
+	p.meter.reset(budget)
 	stop := context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })
 	defer stop()
 	close(p.st.ready)
-	return <-p.done
+	<-p.done
+	return p.err
 }
 
-// close releases the instance off the run's path: unmapping its memory
-// takes as long as a small run.
+// close stops the instance and releases it off the run's path: unmapping
+// its memory takes as long as a small run. The runner has returned first,
+// at once after a run; one never let go finds its _job call refused.
 func (p *parked) close() {
 	p.cancel(errDiscarded)
-	go p.mod.Close(context.Background())
-}
-
-func (p *parked) discard() {
-	p.cancel(errDiscarded)
 	<-p.done
-	p.mod.Close(context.Background())
+	go p.mod.Close(context.Background())
 }
 
 // learnHotPages runs print(1) in a parked instance and notes the pages of
@@ -166,7 +160,7 @@ func (e *Engine) learnHotPages() []pageRun {
 	defer p.close()
 	j, _ := json.Marshal(job{Code: "print(1)", Filename: "<string>", Argv: []string{"<string>"}})
 	p.st.bind(context.Background(), &Run{}, j, io.Discard, io.Discard)
-	if err := p.run(context.Background(), DefaultMemoryLimit, nil); err != nil || p.mem.mapping == nil {
+	if err := p.run(context.Background(), DefaultMemoryLimit, math.MaxInt64); err != nil || p.mem.mapping == nil {
 		return nil
 	}
 	return writtenPages(e.image, p.mem.mapping)

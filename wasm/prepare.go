@@ -13,7 +13,7 @@ import (
 )
 
 // prepareVersion changes whenever prepare would make different bytes.
-const prepareVersion = "1"
+const prepareVersion = "2"
 
 // prepare returns the module to compile: the interpreter without its active
 // data segments when runs start from a snapshot, and instrumented for fuel
@@ -39,7 +39,7 @@ func (e *Engine) prepare(cacheDir string) ([]byte, error) {
 	}
 	if e.metered {
 		var err error
-		if wasm, err = fuel.Instrument(wasm); err != nil {
+		if wasm, err = fuel.Instrument(wasm, &refuelImport); err != nil {
 			return nil, fmt.Errorf("wasmpy: metering the interpreter: %w", err)
 		}
 	}

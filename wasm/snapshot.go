@@ -54,6 +54,7 @@ func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	stderr := &capture{limit: 64 << 10, full: func() {}}
 	st := newRunState()
+	st.meter = e.newMeter()
 	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
 	ctx = context.WithValue(ctx, stateKey{}, st)
 	ctx = experimental.WithMemoryAllocator(ctx, &memory{limit: maxMemory})
@@ -63,9 +64,8 @@ func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 		return nil, 0, fmt.Errorf("wasmpy: instantiate interpreter: %w", err)
 	}
 	defer m.Close(ctx)
-	if e.metered {
-		(&meter{budget: math.MaxInt64}).start(m)
-	}
+	st.meter.start(m, math.MaxInt64)
+	defer st.meter.stop()
 	fail := func(step string, err error) ([]byte, uint32, error) {
 		return nil, 0, fmt.Errorf("wasmpy: interpreter %s: %v: %s", step, err, stderr.bytes())
 	}

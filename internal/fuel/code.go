@@ -48,10 +48,13 @@ const (
 	opLoop        = 0x03
 	opIf          = 0x04
 	opEnd         = 0x0b
+	opCall        = 0x10
+	opDrop        = 0x1a
 	opLocalGet    = 0x20
 	opLocalTee    = 0x22
 	opGlobalGet   = 0x23
 	opGlobalSet   = 0x24
+	opI32Const    = 0x41
 	opI64Const    = 0x42
 	opI64LtS      = 0x53
 	opI64Sub      = 0x7d
@@ -164,7 +167,27 @@ type run struct {
 type codeRewriter struct {
 	numTypes   uint32
 	fuelGlobal uint32
+	outOfFuel  []byte // what a charge does below zero; nil: unreachable
 	runs       []run
+}
+
+// refuelCall is the call of the refuel function fn of type t: zeros for its
+// parameters, the call, a drop for each result.
+func refuelCall(fn uint32, t funcType) []byte {
+	var b []byte
+	for _, p := range t.params {
+		if p == 0x7e {
+			b = append(b, opI64Const, 0)
+		} else {
+			b = append(b, opI32Const, 0)
+		}
+	}
+	b = append(b, opCall)
+	b = appendU32(b, fn)
+	for range t.results {
+		b = append(b, opDrop)
+	}
+	return b
 }
 
 // function appends the instrumented body of one function to dst. r is a
@@ -223,6 +246,8 @@ func (c *codeRewriter) function(dst []byte, r *reader, params uint32) ([]byte, e
 //	global.get $fuel  i64.const cost  i64.sub  local.tee $tmp  global.set $fuel
 //	local.get $tmp  i64.const 0  i64.lt_s  if  unreachable  end
 //
+// or, with a refuel function, its call (see refuelCall) in the if.
+//
 // Wasm has no global.tee, hence the local. The sequence leaves the operand
 // stack as it found it, so it is valid at any instruction boundary.
 func (c *codeRewriter) appendCharge(dst []byte, cost int64, tmp uint32) []byte {
@@ -236,7 +261,11 @@ func (c *codeRewriter) appendCharge(dst []byte, cost int64, tmp uint32) []byte {
 	dst = appendU32(dst, c.fuelGlobal)
 	dst = append(dst, opLocalGet)
 	dst = appendU32(dst, tmp)
-	return append(dst, opI64Const, 0, opI64LtS, opIf, blockTypeNone, opUnreachable, opEnd)
+	dst = append(dst, opI64Const, 0, opI64LtS, opIf, blockTypeNone)
+	if c.outOfFuel == nil {
+		return append(dst, opUnreachable, opEnd)
+	}
+	return append(append(dst, c.outOfFuel...), opEnd)
 }
 
 // scan decodes the expression of a function body from r and returns its

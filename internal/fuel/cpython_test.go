@@ -174,7 +174,7 @@ func BenchmarkInstrument(b *testing.B) {
 	var out []byte
 	for b.Loop() {
 		var err error
-		if out, err = fuel.Instrument(wasm); err != nil {
+		if out, err = fuel.Instrument(wasm, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -19,7 +19,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	wasm, err := fuel.Instrument(original)
+	wasm, err := fuel.Instrument(original, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -7,7 +7,7 @@
 // left afterwards, and tells exhaustion from other traps by the counter being
 // negative:
 //
-//	wasm, err := fuel.Instrument(original)
+//	wasm, err := fuel.Instrument(original, nil)
 //	...
 //	mod, err := rt.InstantiateModule(ctx, compiled, cfg.WithStartFunctions())
 //	counter := mod.ExportedGlobal(fuel.GlobalName).(api.MutableGlobal)
@@ -19,6 +19,19 @@
 // An instance that ran out of fuel stopped at an arbitrary point: discard it.
 // Because the counter starts at zero, a module with a start section traps
 // while being instantiated; clang's WASI commands and reactors have none.
+//
+// # Refuelling
+//
+// With a [Refuel] function, a charge that takes the counter below zero
+// calls it (an import of the module, every parameter zero, its results
+// dropped) instead of trapping, and goes on when it returns. The host then
+// hands out the budget in slices: it settles what the last slice paid for,
+// sets the next one, and stops the module (a Go host function panics) when
+// the budget is spent or the run must end for another reason. The stop
+// point is the same as with the whole budget at once. The call is also a
+// point where the Go runtime regains the goroutine: wasm code cannot be
+// preempted, and a long-running module would otherwise hold up every
+// stop-the-world of the garbage collector until it returns.
 //
 // # What one unit of fuel is
 //
@@ -77,25 +90,34 @@ import "fmt"
 // GlobalName is the export name of the fuel counter, a mutable i64 global.
 const GlobalName = "wasmpy_fuel"
 
+// Refuel names the imported function a charge calls when the counter drops
+// below zero (see Refuelling in the package documentation). Its parameters
+// must be i32 or i64.
+type Refuel struct{ Module, Name string }
+
 // Instrument returns a copy of the binary module wasm with fuel metering
 // added (see the package documentation), or an error naming the first
 // problem and its offset in wasm when the module is malformed or uses a
-// feature this package does not support. wasm is not modified.
-func Instrument(wasm []byte) ([]byte, error) {
-	out, err := instrument(wasm)
+// feature this package does not support. wasm is not modified. With a nil
+// refuel, a charge that takes the counter below zero traps.
+func Instrument(wasm []byte, refuel *Refuel) ([]byte, error) {
+	out, err := instrument(wasm, refuel)
 	if err != nil {
 		return nil, fmt.Errorf("fuel: %w", err)
 	}
 	return out, nil
 }
 
-func instrument(wasm []byte) ([]byte, error) {
-	var m module
+func instrument(wasm []byte, refuel *Refuel) ([]byte, error) {
+	m := module{refuel: refuel, refuelFunc: -1}
 	if err := m.splitSections(wasm); err != nil {
 		return nil, err
 	}
 	if err := m.parse(); err != nil {
 		return nil, err
+	}
+	if refuel != nil && m.refuelFunc < 0 {
+		return nil, errorf(0, "the module imports no function %s.%s to refuel", refuel.Module, refuel.Name)
 	}
 	fuelGlobal := uint64(m.importedGlobals) + uint64(m.definedGlobals)
 	if fuelGlobal >= 1<<32-1 { // cannot happen: each global takes bytes
@@ -190,6 +212,9 @@ func (m *module) instrumentCode(fuelGlobal uint32) ([]byte, error) {
 		return nil, errorf(at, "code section has %d bodies for %d declared functions", n, len(m.funcTypes))
 	}
 	c := codeRewriter{numTypes: uint32(len(m.typeParams)), fuelGlobal: fuelGlobal}
+	if m.refuelFunc >= 0 {
+		c.outOfFuel = refuelCall(uint32(m.refuelFunc), m.refuelType)
+	}
 	// A charge is about 20 bytes: CPython's code section grows by about 6%.
 	out := make([]byte, 0, (r.end-r.pos)+(r.end-r.pos)/8)
 	out = appendU32(out, n)

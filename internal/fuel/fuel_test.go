@@ -2,6 +2,7 @@ package fuel_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +31,7 @@ func readTestdata(t testing.TB, name string) []byte {
 
 func instrument(t testing.TB, wasm []byte) []byte {
 	t.Helper()
-	out, err := fuel.Instrument(wasm)
+	out, err := fuel.Instrument(wasm, nil)
 	require.NoError(t, err)
 	return out
 }
@@ -299,4 +300,93 @@ func TestInputUnchanged(t *testing.T) {
 func TestDeterministicOutput(t *testing.T) {
 	orig := readTestdata(t, "ops.wasm")
 	require.Equal(t, instrument(t, orig), instrument(t, orig))
+}
+
+// slicer hands a budget out in slices, as a host with a refuel function does.
+type slicer struct {
+	counter                     api.MutableGlobal
+	budget, slice, spent, given int64
+	calls                       int
+}
+
+var errSpent = errors.New("budget spent")
+
+func (s *slicer) give() {
+	s.given = min(s.slice, s.budget-s.spent)
+	s.counter.Set(uint64(s.given))
+}
+
+// settle adds what the counter shows spent since the last slice.
+func (s *slicer) settle() {
+	left := int64(s.counter.Get())
+	s.spent += s.given - left
+	s.given = left
+}
+
+func (s *slicer) refuel(_ context.Context, _ api.Module, stack []uint64) {
+	s.calls++
+	s.settle()
+	if s.spent > s.budget {
+		panic(errSpent)
+	}
+	s.give()
+	stack[0] = 0
+}
+
+// TestRefuel checks that a budget handed out in slices through the refuel
+// function stops the module at the same point, with the same fuel spent, as
+// the whole budget set at once.
+func TestRefuel(t *testing.T) {
+	orig := readTestdata(t, "refuel.wasm")
+	trapping := instrument(t, orig)
+	refuelling, err := fuel.Instrument(orig, &fuel.Refuel{Module: "host", Name: "refuel"})
+	require.NoError(t, err)
+
+	// run calls repeat(20, 100) (about 14,000 units) with budget, in slices
+	// when slice > 0, and returns the fuel spent and whether it ran out.
+	run := func(wasm []byte, budget, slice int64) (int64, bool, int) {
+		ctx := context.Background()
+		rt := wazero.NewRuntime(ctx)
+		defer rt.Close(ctx)
+		s := &slicer{budget: budget, slice: slice}
+		_, err := rt.NewHostModuleBuilder("host").NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(s.refuel), []api.ValueType{api.ValueTypeI32, api.ValueTypeI64}, []api.ValueType{api.ValueTypeI32}).
+			Export("refuel").Instantiate(ctx)
+		require.NoError(t, err)
+		mod, err := rt.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig().WithName(""))
+		require.NoError(t, err)
+		s.counter = mod.ExportedGlobal(fuel.GlobalName).(api.MutableGlobal)
+		if slice == 0 {
+			s.slice = budget
+		}
+		s.give()
+		_, err = mod.ExportedFunction("repeat").Call(ctx, 20, 100)
+		s.settle()
+		if slice == 0 && err != nil {
+			require.ErrorContains(t, err, "unreachable")
+		} else if err != nil {
+			require.ErrorIs(t, err, errSpent)
+		}
+		return s.spent, err != nil, s.calls
+	}
+
+	for _, budget := range []int64{0, 1, 999, 5000, 1 << 40} {
+		wantSpent, wantOut, _ := run(trapping, budget, 0)
+		require.Equal(t, budget < 1<<40, wantOut, "budget %d", budget)
+		for _, slice := range []int64{1, 7, 1000} {
+			spent, out, calls := run(refuelling, budget, slice)
+			require.Equal(t, wantOut, out, "budget %d in slices of %d", budget, slice)
+			require.Equal(t, wantSpent, spent, "budget %d in slices of %d", budget, slice)
+			if min(spent, budget) > 2*slice {
+				require.Greater(t, calls, 1, "budget %d in slices of %d", budget, slice)
+			}
+		}
+	}
+
+	t.Run("refuel import checked", func(t *testing.T) {
+		_, err := fuel.Instrument(orig, &fuel.Refuel{Module: "host", Name: "missing"})
+		require.ErrorContains(t, err, "imports no function host.missing")
+		_, err = fuel.Instrument(readTestdata(t, "ops.wasm"), &fuel.Refuel{Module: "env", Name: "g0"})
+		require.ErrorContains(t, err, "imports no function env.g0") // a global, not a function
+	})
 }

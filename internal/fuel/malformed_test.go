@@ -137,7 +137,7 @@ func TestMalformed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := fuel.Instrument(tc.wasm)
+			out, err := fuel.Instrument(tc.wasm, nil)
 			require.Error(t, err)
 			require.Nil(t, out)
 			require.Regexp(t, `^fuel: `, err.Error())
@@ -155,7 +155,7 @@ func TestErrorNamesFunction(t *testing.T) {
 		section(secFunction, vec([]byte{0}, []byte{0})),
 		section(secCode, vec(body(nil, 0x0b), body(nil, 0xff, 0x0b))),
 	)
-	_, err := fuel.Instrument(m)
+	_, err := fuel.Instrument(m, nil)
 	require.EqualError(t, err, "fuel: code section: function 2: offset 0x24: unknown or unsupported opcode 0xff")
 }
 
@@ -190,7 +190,7 @@ func checkInstrument(t testing.TB, rt wazero.Runtime, in []byte) {
 	t.Helper()
 	ctx := context.Background()
 	cp := append([]byte(nil), in...)
-	out, err := fuel.Instrument(in)
+	out, err := fuel.Instrument(in, nil)
 	require.True(t, bytes.Equal(cp, in), "Instrument modified its input")
 	if err != nil {
 		require.Nil(t, out)
@@ -199,7 +199,7 @@ func checkInstrument(t testing.TB, rt wazero.Runtime, in []byte) {
 	cm, err := rt.CompileModule(ctx, out)
 	if err == nil {
 		_ = cm.Close(ctx)
-		_, err = fuel.Instrument(out)
+		_, err = fuel.Instrument(out, nil)
 		require.ErrorContains(t, err, "already exports")
 		return
 	}

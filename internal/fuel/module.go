@@ -38,12 +38,23 @@ var sectionNames = [...]string{
 type module struct {
 	sections        [secDataCount + 1]*reader // payload of each section present, by id
 	typeParams      []uint32                  // parameter count of each type
+	types           []funcType                // each type, as in the input
 	funcTypes       []uint32                  // type of each defined function
 	importedFuncs   uint32
 	importedGlobals uint32
 	definedGlobals  uint32
 	exports         uint32
 	dataCount       int64 // -1 without a data count section
+
+	refuel     *Refuel
+	refuelFunc int64 // index of the imported refuel function; -1 before it is found
+	refuelType funcType
+}
+
+// funcType is a function type: its parameter types and number of results.
+type funcType struct {
+	params  []byte
+	results uint32
 }
 
 // splitSections checks the header and the section framing of wasm and
@@ -161,10 +172,12 @@ func (m *module) parseTypes(r *reader) error {
 		if err != nil {
 			return err
 		}
-		if _, err := valTypes(r); err != nil {
+		t := funcType{params: r.b[r.pos-int(params) : r.pos]}
+		if t.results, err = valTypes(r); err != nil {
 			return err
 		}
 		m.typeParams = append(m.typeParams, params)
+		m.types = append(m.types, t)
 	}
 	return nil
 }
@@ -199,10 +212,12 @@ func (m *module) parseImports(r *reader) error {
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		if _, err := r.name(); err != nil {
+		module, err := r.name()
+		if err != nil {
 			return err
 		}
-		if _, err := r.name(); err != nil {
+		name, err := r.name()
+		if err != nil {
 			return err
 		}
 		at := r.pos
@@ -212,7 +227,12 @@ func (m *module) parseImports(r *reader) error {
 		}
 		switch kind {
 		case 0x00: // function
-			_, err = m.typeIndex(r)
+			var t uint32
+			t, err = m.typeIndex(r)
+			if err == nil && m.refuel != nil && m.refuelFunc < 0 && module == m.refuel.Module && name == m.refuel.Name {
+				m.refuelFunc, m.refuelType = int64(m.importedFuncs), m.types[t]
+				err = m.checkRefuelType(at, m.refuelType)
+			}
 			m.importedFuncs++
 		case 0x01: // table
 			err = table(r)
@@ -226,6 +246,17 @@ func (m *module) parseImports(r *reader) error {
 		}
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkRefuelType accepts a refuel function whose parameters a charge can
+// pass as constant zeros.
+func (m *module) checkRefuelType(at int, t funcType) error {
+	for _, p := range t.params {
+		if p != 0x7f && p != 0x7e {
+			return errorf(at, "refuel function %s.%s takes a parameter of type %#x (only i32 and i64 are supported)", m.refuel.Module, m.refuel.Name, p)
 		}
 	}
 	return nil
