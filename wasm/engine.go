@@ -292,7 +292,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		}
 		st, mem = p.st, p.mem
 	} else {
-		st, mem = newRunState(), &memory{limit: memLimit}
+		st, mem = newRunState(e.newMeter()), &memory{limit: memLimit}
 	}
 	st.bind(runCtx, r, jobJSON, stdout, stderr)
 	budget := int64(math.MaxInt64)
@@ -301,16 +301,12 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	start := time.Now()
 	var runErr error
-	var meter *meter
 	if p != nil {
 		defer p.close()
-		meter = p.meter
 		runErr = p.run(runCtx, memLimit, budget)
 	} else {
-		meter = e.newMeter()
-		st.meter = meter
 		ctx := experimental.WithMemoryAllocator(context.WithValue(runCtx, stateKey{}, st), mem)
-		runErr = e.runCommand(ctx, e.moduleConfig(st), string(jobJSON), meter, budget)
+		runErr = e.runCommand(ctx, e.moduleConfig(st), string(jobJSON), st.meter, budget)
 	}
 	out := &Outcome{
 		Duration:        time.Since(start),
@@ -319,7 +315,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		StdoutTruncated: stdout.truncated,
 		StderrTruncated: stderr.truncated,
 		MemoryPeak:      mem.peak.Load(),
-		FuelUsed:        meter.used(),
+		FuelUsed:        st.meter.used(),
 	}
 	rep, calls, total := st.results()
 	out.HostCalls, out.HostCallsTotal = calls, total
@@ -329,7 +325,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if cause := context.Cause(runCtx); errors.Is(cause, context.Canceled) && ctx.Err() != nil {
 		return nil, ctx.Err() // the caller gave up: no outcome to speak of
 	}
-	e.classify(out, runCtx, runErr, rep, mem, meter)
+	e.classify(out, runCtx, runErr, rep, mem, st.meter)
 	return out, nil
 }
 

@@ -71,8 +71,8 @@ type runState struct {
 	nCalls  int
 }
 
-func newRunState() *runState {
-	return &runState{waiting: make(chan struct{}), ready: make(chan struct{}),
+func newRunState(m *meter) *runState {
+	return &runState{meter: m, waiting: make(chan struct{}), ready: make(chan struct{}),
 		ctx: context.Background(), clock: newClock(false), random: rand.Reader,
 		stdin: bytes.NewReader(nil), stdout: io.Discard, stderr: io.Discard}
 }

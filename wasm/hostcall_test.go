@@ -13,7 +13,7 @@ import (
 )
 
 func testState() *runState {
-	st := newRunState()
+	st := newRunState(nil)
 	st.bind(context.Background(), &Run{Deterministic: true, Host: hostfuncs.Table{
 		"echo": func(ctx context.Context, args json.RawMessage) (any, error) { return args, nil },
 		"fail": func(ctx context.Context, args json.RawMessage) (any, error) {

@@ -30,7 +30,6 @@ type parked struct {
 	mod    api.Module
 	mem    *memory
 	st     *runState
-	meter  *meter
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when the runner's PyRun_SimpleString returns
 	err    error         // what it returned
@@ -82,8 +81,7 @@ func (e *Engine) stopParking() {
 }
 
 func (e *Engine) park() (*parked, error) {
-	st := newRunState()
-	st.meter = e.newMeter()
+	st := newRunState(e.newMeter())
 	mem := &memory{limit: maxMemory, image: e.image}
 	ctx, cancel := context.WithCancelCause(context.WithValue(e.alive, stateKey{}, st))
 	m, err := e.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, mem), e.mod, e.moduleConfig(st))
@@ -108,11 +106,11 @@ func (e *Engine) park() (*parked, error) {
 	if mem.mapping != nil {
 		prefault(e.image, mem.mapping)
 	}
-	p := &parked{mod: m, mem: mem, st: st, meter: st.meter, cancel: cancel, done: make(chan struct{})}
-	p.meter.start(m, math.MaxInt64) // the runner's start is not the run's
+	p := &parked{mod: m, mem: mem, st: st, cancel: cancel, done: make(chan struct{})}
+	st.meter.start(m, math.MaxInt64) // the runner's start is not the run's
 	go func() {
 		_, p.err = call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
-		p.meter.stop()
+		st.meter.stop()
 		close(p.done)
 	}()
 	// Parked means waiting in _job: what the runner did before is ordered
@@ -133,7 +131,7 @@ func (p *parked) run(ctx context.Context, limit uint64, budget int64) error {
 		p.mem.refused.Store(true)
 		return fmt.Errorf("the interpreter needs %d bytes of memory at start", size)
 	}
-	p.meter.reset(budget)
+	p.st.meter.reset(budget)
 	stop := context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })
 	defer stop()
 	close(p.st.ready)

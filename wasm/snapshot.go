@@ -53,8 +53,7 @@ func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 // the stack pointer, which is back at its start when the host regains control.
 func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	stderr := &capture{limit: 64 << 10, full: func() {}}
-	st := newRunState()
-	st.meter = e.newMeter()
+	st := newRunState(e.newMeter())
 	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
 	ctx = context.WithValue(ctx, stateKey{}, st)
 	ctx = experimental.WithMemoryAllocator(ctx, &memory{limit: maxMemory})
