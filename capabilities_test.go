@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -139,6 +140,21 @@ except PermissionError as e:
 `})
 	require.Nil(t, res.Error, res.Stderr)
 	require.Contains(t, res.Stdout, "caught:")
+}
+
+// A run past its deadline gets no further host call: the sleep below ends
+// at the deadline, and the write that follows must not land.
+func TestNoCapabilityAfterDeadline(t *testing.T) {
+	res := run(t, wasmpy.Job{Workspace: stableDir(t), Limits: wasmpy.Limits{Timeout: 300 * time.Millisecond}, Code: `
+import time
+time.sleep(30)
+write_file("late.txt", "too late")
+print("still running")
+`})
+	require.NotNil(t, res.Error)
+	require.Equal(t, wasmpy.KindTimeout, res.Error.Kind)
+	require.Empty(t, res.Files)
+	require.Empty(t, res.Stdout)
 }
 
 func TestSubmitResult(t *testing.T) {

@@ -118,6 +118,7 @@ func instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
 }
 
 func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
+	stopIfDone(ctx)
 	ptr, n := uint32(stack[0]), uint32(stack[1])
 	stack[0] = failed
 	st := stateFrom(ctx)

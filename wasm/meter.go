@@ -91,10 +91,17 @@ func (m *meter) refuel(ctx context.Context) {
 		m.out = true
 		panic(errFuel)
 	}
+	stopIfDone(ctx)
+	m.give()
+}
+
+// stopIfDone ends the guest's call once its context is done. Refuel, the
+// host calls and poll_oneoff call it: a run past its deadline gets no
+// further capability, sleep or slice.
+func stopIfDone(ctx context.Context) {
 	if ctx.Err() != nil {
 		panic(errStopped)
 	}
-	m.give()
 }
 
 // stop settles the count; call it once the instance's call has returned.
