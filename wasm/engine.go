@@ -68,12 +68,12 @@ type Engine struct {
 	nextMu sync.Mutex
 	next   chan parkResult
 
-	// alive ends (kill) when Close begins: it stops every instance. Runs
-	// hold runs for reading; Close takes it to wait for them.
-	alive  context.Context
-	kill   context.CancelCauseFunc
-	runs   sync.RWMutex
-	closed bool
+	// alive ends (kill) when Close begins: it stops every instance and
+	// refuses new runs. Runs hold runs for reading; Close takes it to wait
+	// for them.
+	alive context.Context
+	kill  context.CancelCauseFunc
+	runs  sync.RWMutex
 }
 
 // New compiles the interpreter (or loads it from the cache) and, for the
@@ -140,7 +140,6 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.stopParking()
 	e.runs.Lock()
 	defer e.runs.Unlock()
-	e.closed = true
 	err := e.rt.Close(ctx)
 	if e.image != nil {
 		closeImage(e.image)
@@ -241,7 +240,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	e.runs.RLock()
 	defer e.runs.RUnlock()
-	if e.closed {
+	if e.alive.Err() != nil {
 		return nil, errClosed
 	}
 	if r.Fuel > 0 && !e.metered {

@@ -211,7 +211,7 @@ func (m *module) instrumentCode(fuelGlobal uint32) ([]byte, error) {
 	if int(n) != len(m.funcTypes) {
 		return nil, errorf(at, "code section has %d bodies for %d declared functions", n, len(m.funcTypes))
 	}
-	c := codeRewriter{numTypes: uint32(len(m.typeParams)), fuelGlobal: fuelGlobal}
+	c := codeRewriter{numTypes: uint32(len(m.types)), fuelGlobal: fuelGlobal}
 	if m.refuelFunc >= 0 {
 		c.outOfFuel = refuelCall(uint32(m.refuelFunc), m.refuelType)
 	}
@@ -228,7 +228,7 @@ func (m *module) instrumentCode(fuelGlobal uint32) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("code section: %w", err)
 		}
-		if body, err = c.function(body[:0], w, m.typeParams[m.funcTypes[i]]); err != nil {
+		if body, err = c.function(body[:0], w, uint32(len(m.types[m.funcTypes[i]].params))); err != nil {
 			return nil, fmt.Errorf("code section: function %d: %w", m.importedFuncs+i, err)
 		}
 		if uint64(len(body)) > 1<<32-1 {

@@ -37,7 +37,6 @@ var sectionNames = [...]string{
 // module is what Instrument learns about its input.
 type module struct {
 	sections        [secDataCount + 1]*reader // payload of each section present, by id
-	typeParams      []uint32                  // parameter count of each type
 	types           []funcType                // each type, as in the input
 	funcTypes       []uint32                  // type of each defined function
 	importedFuncs   uint32
@@ -158,7 +157,7 @@ func (m *module) parseTypes(r *reader) error {
 	if err != nil {
 		return err
 	}
-	m.typeParams = make([]uint32, 0, n)
+	m.types = make([]funcType, 0, n)
 	for i := uint32(0); i < n; i++ {
 		at := r.pos
 		form, err := r.byte()
@@ -176,7 +175,6 @@ func (m *module) parseTypes(r *reader) error {
 		if t.results, err = valTypes(r); err != nil {
 			return err
 		}
-		m.typeParams = append(m.typeParams, params)
 		m.types = append(m.types, t)
 	}
 	return nil
@@ -200,8 +198,8 @@ func valTypes(r *reader) (uint32, error) {
 func (m *module) typeIndex(r *reader) (uint32, error) {
 	at := r.pos
 	t, err := r.u32()
-	if err == nil && t >= uint32(len(m.typeParams)) {
-		err = errorf(at, "type index %d out of range (%d types)", t, len(m.typeParams))
+	if err == nil && t >= uint32(len(m.types)) {
+		err = errorf(at, "type index %d out of range (%d types)", t, len(m.types))
 	}
 	return t, err
 }
