@@ -125,7 +125,8 @@ func BenchmarkHostCall(b *testing.B) {
 	dir := b.TempDir()
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "mib.bin"), make([]byte, 1<<20), 0o644))
 	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "wasmpy",
-		HostFuncs: hostfuncs.Table{"echo": hostfuncs.Typed(func(ctx context.Context, a struct{ X int }) (int, error) { return a.X, nil })}})
+		HostFuncs: hostfuncs.Table{"echo": hostfuncs.Typed(func(ctx context.Context, a struct{ X int }) (int, error) { return a.X, nil })},
+		Grants:    []wasmpy.Capability{"echo", wasmpy.ReadFile}})
 	require.NoError(b, err)
 	b.Cleanup(func() { sb.Close(context.Background()) })
 	for _, tc := range []struct {

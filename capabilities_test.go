@@ -67,7 +67,8 @@ func treeHash(t *testing.T, dir string) string {
 func TestWorkspace(t *testing.T) {
 	dir := stableDir(t)
 	before := treeHash(t, dir)
-	res := run(t, wasmpy.Job{Workspace: dir, Code: `
+	files := []wasmpy.Capability{wasmpy.ReadFile, wasmpy.WriteFile, wasmpy.ListFiles, wasmpy.SearchFiles}
+	res := run(t, wasmpy.Job{Workspace: dir, Grants: files, Code: `
 print(read_file("notes.txt").split())
 print(list(read_file("data/blob.bin", binary=True)))
 print(search_files("gamma"))
@@ -102,13 +103,14 @@ print(rf("out/report.bin", binary=True))
 	require.Equal(t, []string{"read_file", "read_file", "search_files", "write_file", "read_file", "write_file", "list_files", "read_file"}, names)
 
 	// The next run starts from the stable dir again.
-	res = run(t, wasmpy.Job{Workspace: dir, Code: `print(read_file("notes.txt").split()[0])`})
+	res = run(t, wasmpy.Job{Workspace: dir, Grants: files, Code: `print(read_file("notes.txt").split()[0])`})
 	require.Equal(t, "alpha\n", res.Stdout, res.Stderr)
 }
 
 func TestWorkspaceEscapes(t *testing.T) {
 	dir := stableDir(t)
-	sb := newSandbox(t, wasmpy.Config{Workspace: hostfuncs.WorkspaceConfig{MaxFileBytes: 1 << 20, MaxOverlayBytes: 3 << 20, MaxFiles: 5}})
+	sb := newSandbox(t, wasmpy.Config{Grants: wasmpy.Builtins(),
+		Workspace: hostfuncs.WorkspaceConfig{MaxFileBytes: 1 << 20, MaxOverlayBytes: 3 << 20, MaxFiles: 5}})
 	for _, tc := range []struct{ name, code, want string }{
 		{"traversal", `read_file("../../etc/passwd")`, "PermissionError"},
 		{"inner traversal", `read_file("data/../../x")`, "PermissionError"},
@@ -145,7 +147,7 @@ except PermissionError as e:
 // A run past its deadline gets no further host call: the sleep below ends
 // at the deadline, and the write that follows must not land.
 func TestNoCapabilityAfterDeadline(t *testing.T) {
-	res := run(t, wasmpy.Job{Workspace: stableDir(t), Limits: wasmpy.Limits{Timeout: 300 * time.Millisecond}, Code: `
+	res := run(t, wasmpy.Job{Workspace: stableDir(t), Grants: wasmpy.Builtins(), Limits: wasmpy.Limits{Timeout: 300 * time.Millisecond}, Code: `
 import time
 time.sleep(30)
 write_file("late.txt", "too late")
@@ -158,7 +160,8 @@ print("still running")
 }
 
 func TestSubmitResult(t *testing.T) {
-	res := run(t, wasmpy.Job{Code: `submit_result({"answer": 42, "items": [1, "two", None]})`})
+	submit := []wasmpy.Capability{wasmpy.SubmitResult}
+	res := run(t, wasmpy.Job{Grants: submit, Code: `submit_result({"answer": 42, "items": [1, "two", None]})`})
 	require.Nil(t, res.Error, res.Stderr)
 	require.JSONEq(t, `{"answer": 42, "items": [1, "two", null]}`, string(res.Result))
 
@@ -168,18 +171,18 @@ func TestSubmitResult(t *testing.T) {
 		{"nan", "submit_result(float('nan'))", "not JSON-serializable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := run(t, wasmpy.Job{Code: tc.code})
+			res := run(t, wasmpy.Job{Grants: submit, Code: tc.code})
 			require.Equal(t, "wasmpy.ResultError", res.Error.Type)
 			require.Contains(t, res.Error.Message, tc.want)
 		})
 	}
 
 	schema := json.RawMessage(`{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}`)
-	res = run(t, wasmpy.Job{Code: `submit_result({"n": "seven"})`, ResultSchema: schema})
+	res = run(t, wasmpy.Job{Grants: submit, Code: `submit_result({"n": "seven"})`, ResultSchema: schema})
 	require.Equal(t, "wasmpy.ResultError", res.Error.Type)
 	require.Contains(t, res.Error.Message, "/n")
 	require.JSONEq(t, "null", string(res.Result))
-	res = run(t, wasmpy.Job{Code: `submit_result({"n": 7})`, ResultSchema: schema})
+	res = run(t, wasmpy.Job{Grants: submit, Code: `submit_result({"n": 7})`, ResultSchema: schema})
 	require.Nil(t, res.Error, res.Stderr)
 	require.JSONEq(t, `{"n": 7}`, string(res.Result))
 }
@@ -189,6 +192,7 @@ func TestAskLLM(t *testing.T) {
 	sb := newSandbox(t, wasmpy.Config{
 		LLM:       hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "test-model", APIKey: "k"},
 		LLMBudget: hostfuncs.LLMBudget{MaxCalls: 2},
+		Grants:    []wasmpy.Capability{wasmpy.AskLLM},
 	})
 	res := runIn(t, sb, wasmpy.Job{Code: `
 import wasmpy
@@ -215,7 +219,7 @@ except wasmpy.BudgetExceeded as e:
 	require.Equal(t, "Bearer k", reqs[0].Header.Get("Authorization"))
 
 	// Without an LLM configured, the guest gets a clear error.
-	res = run(t, wasmpy.Job{Code: `ask_llm("hi")`})
+	res = run(t, wasmpy.Job{Grants: []wasmpy.Capability{wasmpy.AskLLM}, Code: `ask_llm("hi")`})
 	require.Equal(t, "wasmpy.LLMError", res.Error.Type)
 	require.Contains(t, res.Error.Message, "no LLM configured")
 }
@@ -231,36 +235,4 @@ func TestImportPolicy(t *testing.T) {
 		require.Equal(t, "ImportError", res.Error.Type, code)
 		require.Contains(t, res.Error.Message, "not allowed", code)
 	}
-}
-
-func TestDisableAndCustomCapabilities(t *testing.T) {
-	type addArgs struct{ X, Y int }
-	sb := newSandbox(t, wasmpy.Config{
-		Disable: []string{"ask_llm", "write_file"},
-		HostFuncs: hostfuncs.Table{"add": hostfuncs.Typed(func(ctx context.Context, a addArgs) (int, error) {
-			if a.X < 0 {
-				return 0, hostfuncs.Errorf(hostfuncs.ValueError, "x must not be negative")
-			}
-			return a.X + a.Y, nil
-		})},
-	})
-	res := runIn(t, sb, wasmpy.Job{Code: `
-print(add(X=2, Y=3))
-import wasmpy
-print(wasmpy.add(X=1, Y=1))
-try:
-    add(X=-1, Y=0)
-except ValueError as e:
-    print("refused:", e)
-print("ask_llm" in dir(__builtins__), "write_file" in dir(__builtins__))
-try:
-    wasmpy.write_file("x", "y")
-except PermissionError as e:
-    print(e)
-`})
-	require.Nil(t, res.Error, res.Stderr)
-	require.Equal(t, "5\n2\nrefused: x must not be negative\nFalse False\ncapability 'write_file' is not granted to this run\n", res.Stdout)
-
-	_, err := wasmpy.New(context.Background(), wasmpy.Config{Disable: []string{"launch_missiles"}})
-	require.ErrorContains(t, err, `no built-in capability "launch_missiles"`)
 }

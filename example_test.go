@@ -31,8 +31,35 @@ func Example() {
 	// exception ZeroDivisionError
 }
 
-// An embedder grants its own capability: a Go function the guest calls like
-// any Python function, with keyword arguments.
+// A run may call only what it is granted. One Sandbox serves jobs with
+// different grants; a built-in not granted raises PermissionError.
+func ExampleJob_grants() {
+	ctx := context.Background()
+	sb, err := wasmpy.New(ctx, wasmpy.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Close(ctx)
+
+	code := `
+write_file("note.txt", "hello")
+submit_result(read_file("note.txt"))
+`
+	res, err := sb.Run(ctx, wasmpy.Job{Code: code, Grants: []wasmpy.Capability{wasmpy.ReadFile, wasmpy.WriteFile, wasmpy.SubmitResult}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(res.Result), res.Files[0].Path)
+
+	res, _ = sb.Run(ctx, wasmpy.Job{Code: code}) // no grants
+	fmt.Println(res.Err())
+	// Output:
+	// "hello" note.txt
+	// wasmpy: exception: PermissionError: capability 'write_file' is not granted to this run
+}
+
+// An embedder offers its own capability: a Go function the guest calls like
+// any Python function, with keyword arguments, in the runs granted it.
 func ExampleConfig_hostFuncs() {
 	type priceArgs struct {
 		SKU string `json:"sku"`
@@ -40,7 +67,6 @@ func ExampleConfig_hostFuncs() {
 	prices := map[string]float64{"apple": 0.5, "pear": 0.75}
 	ctx := context.Background()
 	sb, err := wasmpy.New(ctx, wasmpy.Config{
-		Disable: []string{"ask_llm"}, // this program has no LLM to offer
 		HostFuncs: hostfuncs.Table{"price": hostfuncs.Typed(func(ctx context.Context, a priceArgs) (float64, error) {
 			p, ok := prices[a.SKU]
 			if !ok {
@@ -54,7 +80,7 @@ func ExampleConfig_hostFuncs() {
 	}
 	defer sb.Close(ctx)
 
-	res, err := sb.Run(ctx, wasmpy.Job{Code: `
+	res, err := sb.Run(ctx, wasmpy.Job{Grants: []wasmpy.Capability{"price", wasmpy.SubmitResult}, Code: `
 total = price(sku="apple") * 4 + price(sku="pear")
 try:
     price(sku="durian")

@@ -28,7 +28,7 @@ print(len(packed) < len(data) // 10, zlib.decompress(packed) == data)
 t = time.monotonic(); time.sleep(0.1); print(0.09 < time.monotonic() - t < 1)
 print("_wasmpy" in sys.builtin_module_names)
 submit_result("via the native module")
-`})
+`, Grants: []wasmpy.Capability{wasmpy.SubmitResult}})
 	require.Nil(t, res.Error, res.Stderr)
 	require.Equal(t, "(3, 13) wasi\nTrue True\nTrue\nTrue\n", res.Stdout)
 	// The host call arrived through _wasmpy, the interpreter's own import.
@@ -50,7 +50,7 @@ func TestNPMInterpreter(t *testing.T) {
 	require.Equal(t, "KeyError", res.Error.Type)
 	require.NotContains(t, res.Stderr, "wasmpy-report", "the runner's report leaked into stderr")
 
-	res = runIn(t, sb, wasmpy.Job{Code: "submit_result(1)"})
+	res = runIn(t, sb, wasmpy.Job{Code: "submit_result(1)", Grants: []wasmpy.Capability{wasmpy.SubmitResult}})
 	require.Equal(t, "wasmpy.HostError", res.Error.Type)
 	require.Contains(t, res.Error.Message, "need the wasmpy interpreter build")
 

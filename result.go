@@ -7,23 +7,13 @@ import (
 	"github.com/wasmpy/wasmpy/wasm"
 )
 
-// Error says why a run failed; Kind is one of the Kind constants.
-type Error = wasm.Failure
-
 // HostCall is one capability call a run made.
-type HostCall = wasm.HostCall
-
-// The kinds of Error: a closed set.
-const (
-	KindSyntax    = wasm.KindSyntax    // the code does not parse
-	KindException = wasm.KindException // an uncaught exception; Type names its class
-	KindExit      = wasm.KindExit      // sys.exit with a non-zero status
-	KindTimeout   = wasm.KindTimeout   // the wall-clock limit ran out
-	KindMemory    = wasm.KindMemory    // the memory limit was hit
-	KindOutput    = wasm.KindOutput    // stdout or stderr passed the output limit
-	KindFuel      = wasm.KindFuel      // the fuel budget ran out
-	KindInternal  = wasm.KindInternal  // the interpreter itself failed
-)
+type HostCall struct {
+	Name       string  `json:"name"`
+	DurationMS float64 `json:"duration_ms"`
+	OK         bool    `json:"ok"`
+	Error      string  `json:"error,omitempty"` // the Python exception class, when not OK
+}
 
 // Result is the one record of a run, for Go callers and, as JSON, for
 // `wasmpy exec --json`, the HTTP service and provenance alike.
@@ -58,10 +48,19 @@ func (r *Result) File(path string) ([]byte, bool) {
 // OK reports whether the run succeeded.
 func (r *Result) OK() bool { return r.Error == nil }
 
+// Err returns the run's failure as an error (an *Error), or nil if it
+// succeeded: `if err := res.Err(); err != nil`.
+func (r *Result) Err() error {
+	if r.Error == nil {
+		return nil
+	}
+	return r.Error
+}
+
 func newResult(out *wasm.Outcome) *Result {
-	calls := out.HostCalls
-	if calls == nil {
-		calls = []HostCall{}
+	calls := make([]HostCall, len(out.HostCalls))
+	for i, c := range out.HostCalls {
+		calls[i] = HostCall(c)
 	}
 	return &Result{
 		ExitCode:        out.ExitCode,
@@ -70,7 +69,7 @@ func newResult(out *wasm.Outcome) *Result {
 		StdoutTruncated: out.StdoutTruncated,
 		StderrTruncated: out.StderrTruncated,
 		Result:          json.RawMessage("null"),
-		Error:           out.Failure,
+		Error:           newError(out.Failure),
 		DurationMS:      float64(out.Duration.Microseconds()) / 1000,
 		MemoryPeakBytes: out.MemoryPeak,
 		FuelUsed:        out.FuelUsed,

@@ -46,10 +46,10 @@ func run(t testing.TB, job wasmpy.Job) *wasmpy.Result {
 
 // golden is what a fixture's run must give.
 type golden struct {
-	ExitCode  int    `json:"exit_code"`
-	Stdout    string `json:"stdout"`
-	ErrorKind string `json:"error_kind,omitempty"`
-	ErrorType string `json:"error_type,omitempty"`
+	ExitCode  int         `json:"exit_code"`
+	Stdout    string      `json:"stdout"`
+	ErrorKind wasmpy.Kind `json:"error_kind,omitempty"`
+	ErrorType string      `json:"error_type,omitempty"`
 }
 
 // TestScripts runs every testdata/scripts/*.py and compares with its .golden.

@@ -11,17 +11,19 @@
 //
 // A Sandbox compiles the interpreter once and is safe for concurrent use;
 // every Run starts in a fresh instance, so no state passes between runs.
+// A run can call only the capabilities it is granted (Job.Grants); one
+// Sandbox serves jobs with different grants.
 package wasmpy
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
-	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/wasmpy/wasmpy/assets"
@@ -40,11 +42,13 @@ type Limits struct {
 	Fuel uint64
 }
 
-// DefaultLimits apply where neither the Job nor the Config sets a limit.
-var DefaultLimits = Limits{Timeout: 30 * time.Second, Memory: wasm.DefaultMemoryLimit, Output: wasm.DefaultOutputLimit}
+// DefaultLimits are the limits where neither the Job nor the Config sets one.
+func DefaultLimits() Limits {
+	return Limits{Timeout: 30 * time.Second, Memory: wasm.DefaultMemoryLimit, Output: wasm.DefaultOutputLimit}
+}
 
 // Or returns l with its zero fields taken from d: the limits a job runs
-// with are job.Limits.Or(config.Limits).Or(DefaultLimits).
+// with are job.Limits.Or(config.Limits).Or(DefaultLimits()).
 func (l Limits) Or(d Limits) Limits {
 	if l.Timeout == 0 {
 		l.Timeout = d.Timeout
@@ -72,7 +76,8 @@ func (l Limits) validate() error {
 }
 
 // Config configures a Sandbox. The zero value is a working sandbox with the
-// best installed interpreter and no capabilities beyond computing.
+// best installed interpreter that grants no capabilities: its runs compute,
+// print and read their stdin, and nothing else.
 type Config struct {
 	// Interpreter selects the interpreter: "" (the best installed), "wasmpy",
 	// "npm", or a path (see assets.Options).
@@ -93,16 +98,15 @@ type Config struct {
 	LLM hostfuncs.LLMConfig
 	// LLMBudget bounds ask_llm per run.
 	LLMBudget hostfuncs.LLMBudget
-	// Disable lists built-in capabilities no run gets (see Capabilities).
-	Disable []string
-	// HostFuncs are capabilities of the embedder's own, added to every run.
-	// A name that is also built in replaces the built-in.
+	// HostFuncs are capabilities of the embedder's own, each granted like a
+	// built-in by its name (Capability("price")). A name must be a Python
+	// identifier not starting with "_"; one that is also built in replaces
+	// the built-in for the runs granted it.
 	HostFuncs hostfuncs.Table
+	// Grants are capabilities every job gets, on top of its Job.Grants.
+	// Default: none.
+	Grants []Capability
 }
-
-// Capabilities are the built-in host functions every run gets unless
-// Config.Disable names them.
-var Capabilities = []string{"read_file", "write_file", "list_files", "search_files", "ask_llm", "submit_result"}
 
 // Sandbox runs jobs. Create one with New and reuse it; Close it when done.
 type Sandbox struct {
@@ -110,6 +114,7 @@ type Sandbox struct {
 	interp *assets.Interpreter
 	engine *wasm.Engine
 	llm    *hostfuncs.LLM
+	closed atomic.Bool
 }
 
 // New loads and compiles the interpreter. The first call on a machine may
@@ -118,11 +123,13 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err := cfg.Limits.validate(); err != nil {
 		return nil, err
 	}
-	for _, name := range cfg.Disable {
-		if !slices.Contains(Capabilities, name) {
-			return nil, fmt.Errorf("wasmpy: Disable: no built-in capability %q (have %s)", name, strings.Join(Capabilities, ", "))
-		}
+	if err := checkHostFuncs(cfg.HostFuncs); err != nil {
+		return nil, err
 	}
+	if err := cfg.checkGrants("Config.Grants", cfg.Grants); err != nil {
+		return nil, err
+	}
+	cfg.HostFuncs, cfg.Grants = maps.Clone(cfg.HostFuncs), slices.Clone(cfg.Grants) // the caller's may change
 	cache := cfg.CacheDir
 	if cache == "" {
 		var err error
@@ -141,8 +148,12 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	return &Sandbox{cfg: cfg, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM)}, nil
 }
 
-// Close releases the compiled interpreter.
-func (s *Sandbox) Close(ctx context.Context) error { return s.engine.Close(ctx) }
+// Close releases the compiled interpreter; runs in progress end, and later
+// ones fail with ErrClosed.
+func (s *Sandbox) Close(ctx context.Context) error {
+	s.closed.Store(true)
+	return s.engine.Close(ctx)
+}
 
 // Interpreter describes the interpreter the sandbox runs.
 func (s *Sandbox) Interpreter() InterpreterInfo {
@@ -169,22 +180,27 @@ type Job struct {
 	// ResultSchema, when set, is a JSON Schema the value given to
 	// submit_result must match.
 	ResultSchema json.RawMessage
+	// Grants are the capabilities this run may call, on top of
+	// Config.Grants; nothing else is reachable. A built-in not granted
+	// raises PermissionError in the guest; an embedder's function not
+	// granted does not exist there. Default: none.
+	Grants []Capability
 }
-
-// ErrNoCode is returned for a Job without code.
-var ErrNoCode = errors.New("wasmpy: job has no code")
 
 // Run executes job in a fresh instance and reports how it went. The error
 // is for the host's own problems (bad job, canceled ctx); everything the
 // guest did, including failing, is in the Result.
 func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
 	if job.Code == "" {
 		return nil, ErrNoCode
 	}
 	if err := job.Limits.validate(); err != nil {
 		return nil, err
 	}
-	lim := job.Limits.Or(s.cfg.Limits).Or(DefaultLimits)
+	lim := job.Limits.Or(s.cfg.Limits).Or(DefaultLimits())
 	caps, err := s.capabilities(job)
 	if err != nil {
 		return nil, err
@@ -195,6 +211,9 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 		Deterministic: lim.Fuel > 0, Host: caps.table, AllowImports: s.cfg.AllowImports,
 	})
 	if err != nil {
+		if s.closed.Load() {
+			return nil, ErrClosed
+		}
 		return nil, err
 	}
 	res := newResult(out)
@@ -208,38 +227,4 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 	res.LLM = caps.llm.Usage()
 	res.workspace = caps.workspace
 	return res, nil
-}
-
-// runCapabilities are one run's host functions and their state.
-type runCapabilities struct {
-	table     hostfuncs.Table
-	workspace *hostfuncs.Workspace
-	result    *hostfuncs.ResultSink
-	llm       *hostfuncs.LLMSession
-}
-
-func (s *Sandbox) capabilities(job Job) (*runCapabilities, error) {
-	wcfg := s.cfg.Workspace
-	if job.Workspace != "" {
-		wcfg.Stable = job.Workspace
-	}
-	ws, err := hostfuncs.NewWorkspace(wcfg)
-	if err != nil {
-		return nil, err
-	}
-	sink, err := hostfuncs.NewResultSink(job.ResultSchema)
-	if err != nil {
-		return nil, err
-	}
-	c := &runCapabilities{table: hostfuncs.Table{}, workspace: ws, result: sink, llm: s.llm.Session(s.cfg.LLMBudget)}
-	ws.Register(c.table)
-	sink.Register(c.table)
-	c.llm.Register(c.table)
-	for _, name := range s.cfg.Disable {
-		delete(c.table, name)
-	}
-	for name, fn := range s.cfg.HostFuncs {
-		c.table.Add(name, fn)
-	}
-	return c, nil
 }

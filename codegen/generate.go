@@ -52,6 +52,9 @@ type Options struct {
 	DryRun bool
 	// Limits bound each run of the generated code (zero fields: the
 	// sandbox's). Workspace is those runs' workspace ("" = the sandbox's).
+	// Those runs are granted every built-in capability, as the prompts
+	// promise (wasmpy.Builtins), plus the sandbox's Config.Grants; what the
+	// built-ins reach is the sandbox's (its workspace, its LLM).
 	Limits    wasmpy.Limits
 	Workspace string
 	// LLMRetries is how often a retryable LLM failure (429, 408, 5xx, a
@@ -220,7 +223,7 @@ func (g *Generator) Task(ctx context.Context, task string) (*Report, error) {
 		data:    promptData{Task: task, ResultRequired: !g.opts.ResultOptional},
 		rules:   rules,
 		job: func(code string) wasmpy.Job {
-			return wasmpy.Job{Code: code, Filename: "generated.py", Limits: g.opts.Limits, Workspace: g.opts.Workspace}
+			return wasmpy.Job{Code: code, Filename: "generated.py", Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()}
 		},
 		requireResult: !g.opts.ResultOptional,
 	})
@@ -275,7 +278,7 @@ func (g *Generator) Function(ctx context.Context, signature string, args []any, 
 		rules:   rules,
 		job: func(code string) wasmpy.Job {
 			return wasmpy.Job{Code: code + harness(name), Filename: "generated.py", Stdin: append(call, '\n'),
-				Limits: g.opts.Limits, Workspace: g.opts.Workspace}
+				Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()}
 		},
 		requireResult: true,
 		callNote: fmt.Sprintf("Called as %s(*args, **kwargs) with args = %s and kwargs = %s:\n",
@@ -425,7 +428,7 @@ func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report) (d
 	rep.Result = res
 	a.Error = res.Error
 	if e := res.Error; e != nil {
-		a.Outcome = e.Kind
+		a.Outcome = string(e.Kind)
 		a.Feedback = s.callNote + describeFailure(res)
 		return false, nil
 	}

@@ -75,13 +75,13 @@ func TestTaskRetriesEachFailureKind(t *testing.T) {
 	}{
 		{"validation", "import os\nsubmit_result(os.listdir('/'))", Options{}, OutcomeInvalid,
 			[]string{"did not pass the sandbox's checks", "line 1: import of 'os' is not allowed", "    import os"}},
-		{"exception", "submit_result(1 / 0)", Options{}, wasmpy.KindException,
+		{"exception", "submit_result(1 / 0)", Options{}, string(wasmpy.KindException),
 			[]string{"raised an exception", "ZeroDivisionError: division by zero", `File "generated.py", line 1`}},
-		{"timeout", "while True:\n    pass\nsubmit_result(1)", Options{Limits: wasmpy.Limits{Timeout: time.Second}}, wasmpy.KindTimeout,
+		{"timeout", "while True:\n    pass\nsubmit_result(1)", Options{Limits: wasmpy.Limits{Timeout: time.Second}}, string(wasmpy.KindTimeout),
 			[]string{"ran out of time", "infinite loop"}},
 		{"missing result", "print('the answer is 42')\nif False:\n    submit_result(42)", Options{}, OutcomeMissingResult,
 			[]string{"without calling submit_result", "It printed:\nthe answer is 42"}},
-		{"result not JSON", "submit_result({1, 2})", Options{}, wasmpy.KindException,
+		{"result not JSON", "submit_result({1, 2})", Options{}, string(wasmpy.KindException),
 			[]string{"not JSON-serializable"}},
 		{"no code in the reply", "", Options{}, OutcomeInvalid, []string{"held no Python code"}},
 	} {
@@ -223,7 +223,7 @@ func TestTaskCache(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Attempts, 2)
 	require.Equal(t, "cache", rep.Attempts[0].Source)
-	require.Equal(t, wasmpy.KindException, rep.Attempts[0].Outcome)
+	require.Equal(t, string(wasmpy.KindException), rep.Attempts[0].Outcome)
 	require.False(t, rep.Cached)
 	require.Contains(t, lastMessage(t, srv, 2), "NameError")
 	rep, err = newGen(t, srv, Options{CacheDir: dir}).Task(context.Background(), "submit pi")
@@ -251,7 +251,7 @@ func TestDryRun(t *testing.T) {
 	require.Len(t, rep.Attempts, 2)
 	require.Equal(t, "cache", rep.Attempts[0].Source)
 	require.Equal(t, "submit_result(1 / 0)\n", rep.Attempts[0].Code)
-	require.Equal(t, wasmpy.KindException, rep.Attempts[0].Outcome)
+	require.Equal(t, string(wasmpy.KindException), rep.Attempts[0].Outcome)
 	require.JSONEq(t, "2.0", string(rep.Result.Result))
 }
 

@@ -86,7 +86,9 @@ func requirementName(r string) string {
 }
 
 // NetRunOptions configure Net.Run. The zero value runs with the sandbox's
-// limits and workspace and the net's step limit.
+// limits and workspace and the net's step limit. The run is granted every
+// built-in capability (the transitions' code was written to the prompts that
+// promise them), plus the sandbox's Config.Grants.
 type NetRunOptions struct {
 	Limits    wasmpy.Limits
 	Workspace string
@@ -124,7 +126,8 @@ func (n *Net) Run(ctx context.Context, sb *wasmpy.Sandbox, opts NetRunOptions) (
 	if err != nil {
 		return nil, err
 	}
-	res, err := sb.Run(ctx, wasmpy.Job{Code: art.Program(), Filename: Entrypoint, Limits: opts.Limits, Workspace: opts.Workspace})
+	res, err := sb.Run(ctx, wasmpy.Job{Code: art.Program(), Filename: Entrypoint, Limits: opts.Limits, Workspace: opts.Workspace,
+		Grants: wasmpy.Builtins()})
 	if err != nil {
 		return nil, fmt.Errorf("codegen: running net %s: %w", n.ID, err)
 	}

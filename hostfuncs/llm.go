@@ -30,7 +30,7 @@ const (
 
 // ErrLLMNotConfigured is wrapped by the LLMCallError Chat returns when the
 // LLMConfig has no BaseURL.
-var ErrLLMNotConfigured = errors.New("no LLM configured: set --llm-base-url or WASMPY_LLM_BASE_URL")
+var ErrLLMNotConfigured = errors.New("no LLM configured for this sandbox")
 
 // LLMConfig says where the OpenAI-compatible chat-completions server is. The
 // zero value is "no LLM": every call fails with ErrLLMNotConfigured.

@@ -223,7 +223,7 @@ func TestAskLLMErrors(t *testing.T) {
 		NewLLM(LLMConfig{}).Register(tbl, LLMBudget{})
 		_, err := call(t, tbl, "ask_llm", M{"prompt": "hi"})
 		e := requireGuestError(t, err, LLMError)
-		require.Equal(t, "no LLM configured: set --llm-base-url or WASMPY_LLM_BASE_URL", e.Message)
+		require.Equal(t, "no LLM configured for this sandbox", e.Message)
 	})
 
 	t.Run("server errors reach the guest", func(t *testing.T) {

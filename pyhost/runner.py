@@ -66,12 +66,14 @@ def _install(job):
             fn = _api._generic(name)
             setattr(_api, name, fn)
         setattr(builtins, name, fn)
-    # Capabilities not granted to this run must not linger from the image.
+    # A built-in not granted to this run refuses with PermissionError, as a
+    # builtin too: a NameError would read like a typo. (Nothing of it
+    # lingers from the image: the stub replaces it.)
     for name in _api.BUILTIN_CAPABILITIES:
         if name not in names:
-            if hasattr(builtins, name):
-                delattr(builtins, name)
-            setattr(_api, name, _api._refused(name))
+            fn = _api._refused(name)
+            setattr(_api, name, fn)
+            setattr(builtins, name, fn)
     allow = job.get("allow_imports")
     if allow is not None:
         _restrict_imports(set(allow) | {"wasmpy"})

@@ -8,9 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/wasmpy/wasmpy"
@@ -30,7 +28,7 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Kind is the run's error.kind, for run_failed and timeout.
-	Kind string `json:"kind,omitempty"`
+	Kind wasmpy.Kind `json:"kind,omitempty"`
 	// Pointer locates the first schema violation (RFC 6901, "" for the whole
 	// value), for invalid_input and invalid_output.
 	Pointer    *string     `json:"pointer,omitempty"`
@@ -96,41 +94,44 @@ var ErrNoRecord = errors.New("skills: no such execution")
 
 // ExecutorConfig configures an Executor.
 type ExecutorConfig struct {
-	// Sandbox is the base of every run's sandbox: interpreter, cache, LLM,
-	// default limits. Disable is set per skill from its safety flags.
+	// Sandbox configures the one sandbox every run shares: interpreter,
+	// cache, LLM, default limits. Its Grants must be empty: a skill's run is
+	// granted what its safety flags ask for, and raw code submit_result.
 	Sandbox wasmpy.Config
 	// Store records provenance; nil records none.
 	Store Recorder
 }
 
-// Executor runs skills, each run in a fresh instance with only the
-// capabilities its safety flags ask for, and records their provenance. It is
-// safe for concurrent use.
+// Executor runs skills, each run in a fresh instance of one sandbox with
+// only the capabilities its safety flags ask for, and records their
+// provenance. It is safe for concurrent use.
 type Executor struct {
-	cfg     ExecutorConfig
-	checker *wasmpy.Sandbox
-
-	mu    sync.Mutex
-	boxes map[string]*wasmpy.Sandbox // by granted capabilities
+	cfg ExecutorConfig
+	sb  *wasmpy.Sandbox
 }
 
-// NewExecutor opens the sandbox for pure-compute runs at once, so a missing
-// interpreter is reported here; sandboxes granting more open on first use.
+// ErrExecutorGrants is returned by NewExecutor for a Sandbox config with
+// Grants: they would reach every skill, whatever its safety flags say.
+var ErrExecutorGrants = errors.New("skills: ExecutorConfig.Sandbox.Grants must be empty: a skill's grants come from its safety flags")
+
+// NewExecutor opens the sandbox, so a missing interpreter is reported here.
 func NewExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
-	e := &Executor{cfg: cfg, boxes: map[string]*wasmpy.Sandbox{}}
-	sb, err := e.sandbox(ctx, []string{"submit_result"})
+	if len(cfg.Sandbox.Grants) > 0 {
+		return nil, ErrExecutorGrants
+	}
+	sb, err := wasmpy.New(ctx, cfg.Sandbox)
 	if err != nil {
 		return nil, err
 	}
-	e.checker = sb
-	return e, nil
+	return &Executor{cfg: cfg, sb: sb}, nil
 }
 
-// Checker is the pure-compute sandbox, for LoadOptions.Checker.
-func (e *Executor) Checker() *wasmpy.Sandbox { return e.checker }
+// Checker is the sandbox, for LoadOptions.Checker: its jobs are granted
+// nothing unless they ask.
+func (e *Executor) Checker() *wasmpy.Sandbox { return e.sb }
 
 // Interpreter describes the interpreter runs use.
-func (e *Executor) Interpreter() wasmpy.InterpreterInfo { return e.checker.Interpreter() }
+func (e *Executor) Interpreter() wasmpy.InterpreterInfo { return e.sb.Interpreter() }
 
 // AllowsExternalCalls reports whether ask_llm has an endpoint, for
 // LoadOptions.AllowExternalCalls.
@@ -144,40 +145,8 @@ func (e *Executor) Lookup(ctx context.Context, id string) (*Record, error) {
 	return e.cfg.Store.Get(ctx, id)
 }
 
-// Close releases every sandbox.
-func (e *Executor) Close(ctx context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var errs []error
-	for k, sb := range e.boxes {
-		errs = append(errs, sb.Close(ctx))
-		delete(e.boxes, k)
-	}
-	return errors.Join(errs...)
-}
-
-// sandbox returns the sandbox granting exactly grants (sorted).
-func (e *Executor) sandbox(ctx context.Context, grants []string) (*wasmpy.Sandbox, error) {
-	key := strings.Join(grants, ",")
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if sb, ok := e.boxes[key]; ok {
-		return sb, nil
-	}
-	cfg := e.cfg.Sandbox
-	cfg.Disable = nil
-	for _, c := range wasmpy.Capabilities {
-		if !slices.Contains(grants, c) {
-			cfg.Disable = append(cfg.Disable, c)
-		}
-	}
-	sb, err := wasmpy.New(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	e.boxes[key] = sb
-	return sb, nil
-}
+// Close releases the sandbox.
+func (e *Executor) Close(ctx context.Context) error { return e.sb.Close(ctx) }
 
 // Request asks for one execution of a skill.
 type Request struct {
@@ -218,18 +187,14 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	sb, err := e.sandbox(ctx, s.Grants())
-	if err != nil {
-		return nil, err
-	}
 	stdin, err := json.Marshal(map[string]any{"module": s.module, "function": s.fn, "source": s.Source, "args": args})
 	if err != nil {
 		return nil, err
 	}
 	rec := &Record{Skill: s.Name, Version: s.Version, ActorID: req.ActorID, ActorType: req.ActorType,
 		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash}
-	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: stdin, Limits: s.Limits}
-	return e.run(ctx, sb, rec, job, func(x *Execution) {
+	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: stdin, Limits: s.Limits, Grants: s.Grants()}
+	return e.run(ctx, rec, job, func(x *Execution) {
 		out := x.Result.Result
 		if x.Error != nil {
 			return
@@ -250,7 +215,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 func (s *Skill) Check(req Request) (inputsHash string, err error) {
 	if s.NeedsApproval() && !req.Approved {
 		return "", &Error{Code: CodeApprovalRequired, Message: fmt.Sprintf(
-			"skill %s needs an explicit approval: send \"approved\": true (CLI: --approve)", s.Name)}
+			"skill %s needs an explicit approval", s.Name)}
 	}
 	args := req.Args
 	if len(args) == 0 {
@@ -299,15 +264,16 @@ func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error
 		return nil, err
 	}
 	rec := &Record{ActorID: req.ActorID, ActorType: req.ActorType, CodeHash: HashBytes([]byte(req.Code)), InputsHash: inputsHash}
-	job := wasmpy.Job{Code: req.Code, Filename: "<exec>", Args: req.Args, Stdin: []byte(req.Stdin), Limits: req.Limits}
-	return e.run(ctx, e.checker, rec, job, nil)
+	job := wasmpy.Job{Code: req.Code, Filename: "<exec>", Args: req.Args, Stdin: []byte(req.Stdin), Limits: req.Limits,
+		Grants: []wasmpy.Capability{wasmpy.SubmitResult}}
+	return e.run(ctx, rec, job, nil)
 }
 
 // run records rec as running, runs job, classifies the outcome (check may
 // add an output error), and completes rec.
-func (e *Executor) run(ctx context.Context, sb *wasmpy.Sandbox, rec *Record, job wasmpy.Job, check func(*Execution)) (*Execution, error) {
+func (e *Executor) run(ctx context.Context, rec *Record, job wasmpy.Job, check func(*Execution)) (*Execution, error) {
 	rec.ExecutionID = NewID()
-	rec.Interpreter = sb.Interpreter()
+	rec.Interpreter = e.sb.Interpreter()
 	rec.Limits = limitsInfo(e.applied(job.Limits))
 	rec.Outcome = OutcomeRunning
 	rec.StartedAt = time.Now().UTC()
@@ -317,18 +283,18 @@ func (e *Executor) run(ctx context.Context, sb *wasmpy.Sandbox, rec *Record, job
 			return nil, fmt.Errorf("skills: recording provenance: %w", err)
 		}
 	}
-	res, runErr := sb.Run(ctx, job)
+	res, runErr := e.sb.Run(ctx, job)
 	finished := time.Now().UTC()
 	rec.FinishedAt = &finished
 	x := &Execution{Record: rec, Result: res}
 	if runErr != nil {
 		switch rec.Error = runErr.Error(); {
 		case errors.Is(runErr, context.DeadlineExceeded): // the caller's deadline passed before the run began
-			rec.Outcome = wasmpy.KindTimeout
+			rec.Outcome = string(wasmpy.KindTimeout)
 		case ctx.Err() != nil:
 			rec.Outcome = OutcomeCanceled
 		default:
-			rec.Outcome = wasmpy.KindInternal
+			rec.Outcome = string(wasmpy.KindInternal)
 		}
 	} else {
 		x.Error = runError(res)
@@ -343,7 +309,7 @@ func (e *Executor) run(ctx context.Context, sb *wasmpy.Sandbox, rec *Record, job
 		case x.Error.Code == CodeInvalidOutput:
 			rec.Outcome, rec.Error = OutcomeInvalidOutput, x.Error.Message
 		default:
-			rec.Outcome, rec.Error = x.Error.Kind, recordError(res.Error)
+			rec.Outcome, rec.Error = string(x.Error.Kind), recordError(res.Error)
 		}
 		if res.Error == nil { // the handler returned: hash what it returned
 			if h, err := Hash(res.Result); err == nil {
@@ -366,7 +332,7 @@ func (e *Executor) run(ctx context.Context, sb *wasmpy.Sandbox, rec *Record, job
 // applied is the limits a job runs with: its own, else the executor's, else
 // wasmpy's defaults.
 func (e *Executor) applied(l wasmpy.Limits) wasmpy.Limits {
-	return l.Or(e.cfg.Sandbox.Limits).Or(wasmpy.DefaultLimits)
+	return l.Or(e.cfg.Sandbox.Limits).Or(wasmpy.DefaultLimits())
 }
 
 // runError classifies a failed run; nil for a successful one.

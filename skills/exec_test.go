@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
@@ -266,7 +267,7 @@ func TestExecuteOutcomes(t *testing.T) {
 		require.Equal(t, skills.CodeRunFailed, x.Error.Code)
 		require.Equal(t, wasmpy.KindException, x.Error.Kind)
 		require.Contains(t, x.Error.Message, "ValueError: secret input 42")
-		require.Equal(t, wasmpy.KindException, x.Record.Outcome)
+		require.Equal(t, string(wasmpy.KindException), x.Record.Outcome)
 		require.Equal(t, "ValueError", x.Record.Error, "provenance keeps the class, not the message")
 		require.Contains(t, x.Result.Stderr, `File "handler.py", line 2, in run`)
 	})
@@ -274,7 +275,7 @@ func TestExecuteOutcomes(t *testing.T) {
 		x, err := execute(t, ex, reg2, "slow", `{"x": 1}`, false)
 		require.NoError(t, err)
 		require.Equal(t, skills.CodeTimeout, x.Error.Code)
-		require.Equal(t, wasmpy.KindTimeout, x.Record.Outcome)
+		require.Equal(t, string(wasmpy.KindTimeout), x.Record.Outcome)
 		require.Equal(t, int64(300), x.Record.Limits.TimeoutMS)
 	})
 	t.Run("memory", func(t *testing.T) {
@@ -284,7 +285,7 @@ func TestExecuteOutcomes(t *testing.T) {
 		x, err = execute(t, ex, reg2, "greedy", `{"x": 64}`, false)
 		require.NoError(t, err)
 		require.Equal(t, skills.CodeRunFailed, x.Error.Code)
-		require.Equal(t, wasmpy.KindMemory, x.Record.Outcome)
+		require.Equal(t, string(wasmpy.KindMemory), x.Record.Outcome)
 		require.Equal(t, uint64(32<<20), x.Record.Limits.MemoryBytes)
 	})
 	t.Run("canceled", func(t *testing.T) {
@@ -340,7 +341,7 @@ func TestProvenanceRecord(t *testing.T) {
 	require.Equal(t, s.CodeHash, r.CodeHash)
 	require.Equal(t, ex.Interpreter(), r.Interpreter)
 	require.Len(t, r.Interpreter.SHA256, 64)
-	require.Equal(t, skills.LimitsInfo{TimeoutMS: 10000, MemoryBytes: wasmpy.DefaultLimits.Memory, OutputBytes: wasmpy.DefaultLimits.Output}, r.Limits)
+	require.Equal(t, skills.LimitsInfo{TimeoutMS: 10000, MemoryBytes: wasmpy.DefaultLimits().Memory, OutputBytes: wasmpy.DefaultLimits().Output}, r.Limits)
 	require.Equal(t, skills.OutcomeOK, r.Outcome)
 	require.Empty(t, r.Error)
 	require.Greater(t, r.DurationMS, 0.0)
@@ -386,5 +387,55 @@ func TestExecRawCode(t *testing.T) {
 	x, err = ex.Exec(context.Background(), skills.ExecRequest{Code: "read_file('x')"})
 	require.NoError(t, err)
 	require.Equal(t, skills.CodeRunFailed, x.Error.Code)
-	require.Contains(t, x.Error.Message, "NameError")
+	require.Contains(t, x.Error.Message, "PermissionError: capability 'read_file' is not granted to this run")
+}
+
+// One executor serves skills with different grants at once: each run can
+// call what its safety flags grant, and nothing else.
+func TestGrantsPerSkill(t *testing.T) {
+	ex, _ := recordingExecutor(t)
+	dir := t.TempDir()
+	handler := `def probe():
+    out = {}
+    for name, call in (("write_file", lambda: write_file("a.txt", "x")), ("ask_llm", lambda: ask_llm("hi"))):
+        try:
+            call()
+            out[name] = "ran"
+        except PermissionError as e:
+            out[name] = str(e)
+        except Exception as e:
+            out[name] = type(e).__name__
+    return out
+`
+	schema := `{"input": {"type": "object"}, "output": {"type": "object"}}`
+	for name, flags := range map[string]string{"fs_probe": "[file_system]", "pure_probe": "[none]"} {
+		d := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(d, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "handler.py"), []byte(handler), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "schema.json"), []byte(schema), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(d, "skill.yaml"), []byte("name: "+name+
+			"\nversion: 0.1.0\ndescription: Probes its grants.\nhandler: handler.probe\nsafety_flags: "+flags+"\n"), 0o644))
+	}
+	reg := loadDir(t, ex, dir)
+	want := map[string]string{
+		"fs_probe":   `{"write_file": "ran", "ask_llm": "capability 'ask_llm' is not granted to this run"}`,
+		"pure_probe": `{"write_file": "capability 'write_file' is not granted to this run", "ask_llm": "capability 'ask_llm' is not granted to this run"}`,
+	}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		name := []string{"fs_probe", "pure_probe"}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x, err := execute(t, ex, reg, name, `{}`, false)
+			if !assert.NoError(t, err) || !assert.Nil(t, x.Error) {
+				return
+			}
+			assert.JSONEq(t, want[name], string(x.Result.Result), name)
+		}()
+	}
+	wg.Wait()
+
+	_, err := skills.NewExecutor(context.Background(), skills.ExecutorConfig{Sandbox: wasmpy.Config{Grants: []wasmpy.Capability{wasmpy.ReadFile}}})
+	require.ErrorIs(t, err, skills.ErrExecutorGrants)
 }

@@ -67,13 +67,13 @@ func (s *Skill) NeedsApproval() bool {
 
 // Grants lists the capabilities a run of the skill is given: submit_result,
 // plus ask_llm for external_call and the workspace for file_system.
-func (s *Skill) Grants() []string {
-	g := []string{"submit_result"}
+func (s *Skill) Grants() []wasmpy.Capability {
+	g := []wasmpy.Capability{wasmpy.SubmitResult}
 	if slices.Contains(s.SafetyFlags, FlagExternalCall) {
-		g = append(g, "ask_llm")
+		g = append(g, wasmpy.AskLLM)
 	}
 	if slices.Contains(s.SafetyFlags, FlagFileSystem) {
-		g = append(g, "read_file", "write_file", "list_files", "search_files")
+		g = append(g, wasmpy.ReadFile, wasmpy.WriteFile, wasmpy.ListFiles, wasmpy.SearchFiles)
 	}
 	slices.Sort(g)
 	return g
@@ -92,17 +92,17 @@ func (s *Skill) ValidateOutput(out json.RawMessage) ([]Violation, error) {
 // Info is the public description of a skill, as GET /skills/{name} and
 // `wasmpy skill show` give it.
 type Info struct {
-	Name             string     `json:"name"`
-	Version          string     `json:"version"`
-	Description      string     `json:"description"`
-	Handler          string     `json:"handler"`
-	SafetyFlags      []string   `json:"safety_flags"`
-	RequiresApproval bool       `json:"requires_approval"`
-	NeedsApproval    bool       `json:"needs_approval"`
-	Tags             []string   `json:"tags"`
-	Limits           LimitsInfo `json:"limits"`
-	Grants           []string   `json:"grants"`
-	CodeHash         string     `json:"code_hash"`
+	Name             string              `json:"name"`
+	Version          string              `json:"version"`
+	Description      string              `json:"description"`
+	Handler          string              `json:"handler"`
+	SafetyFlags      []string            `json:"safety_flags"`
+	RequiresApproval bool                `json:"requires_approval"`
+	NeedsApproval    bool                `json:"needs_approval"`
+	Tags             []string            `json:"tags"`
+	Limits           LimitsInfo          `json:"limits"`
+	Grants           []wasmpy.Capability `json:"grants"`
+	CodeHash         string              `json:"code_hash"`
 }
 
 // LimitsInfo is Limits as JSON; a zero field means the default.

@@ -214,7 +214,7 @@ func (st *runState) serve(ctx context.Context, raw []byte) []byte {
 	}
 	fn, ok := st.host[req.Fn]
 	if !ok {
-		return errorResponse(hostfuncs.Errorf(hostfuncs.HostError, "no capability named %q in this run", req.Fn))
+		return errorResponse(hostfuncs.Errorf(hostfuncs.PermissionError, "capability %q is not granted to this run", req.Fn))
 	}
 	start := time.Now()
 	value, err := callSafely(st.ctx, fn, req)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -26,6 +28,7 @@ func execCommand() *cli.Command {
 			&cli.StringFlag{Name: "c", Usage: "run `CODE` instead of a script"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the whole result"},
 			&cli.StringFlag{Name: "stdin", Usage: "give the script this `FILE` as stdin (- for wasmpy's own stdin); default: none"},
+			&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in), none, or names such as read_file,submit_result"},
 			interpreterFlag, cacheFlag,
 		}, append(limitFlags(), capabilityFlags()...)...),
 		Action: execAction,
@@ -38,6 +41,9 @@ func execAction(c *cli.Context) error {
 		return err
 	}
 	if job.Limits, err = limits(c); err != nil {
+		return err
+	}
+	if job.Grants, err = grants(c.String("grant")); err != nil {
 		return err
 	}
 	cfg, err := sandboxConfig(c)
@@ -110,6 +116,31 @@ func execJob(c *cli.Context) (wasmpy.Job, error) {
 		job.Stdin = b
 	}
 	return job, nil
+}
+
+// grants reads --grant. The CLI grants every built-in by default: its user
+// is the script's author, and --workspace and --llm-base-url already say
+// what the capabilities reach.
+func grants(list string) ([]wasmpy.Capability, error) {
+	switch strings.TrimSpace(list) {
+	case "all":
+		return wasmpy.Builtins(), nil
+	case "none":
+		return nil, nil
+	}
+	var g []wasmpy.Capability
+	for _, name := range strings.Split(list, ",") {
+		c := wasmpy.Capability(strings.TrimSpace(name))
+		if !slices.Contains(wasmpy.Builtins(), c) {
+			names := make([]string, 0, 6)
+			for _, b := range wasmpy.Builtins() {
+				names = append(names, string(b))
+			}
+			return nil, usageErr("--grant: no capability %q (want all, none, or some of %s)", c, strings.Join(names, ", "))
+		}
+		g = append(g, c)
+	}
+	return g, nil
 }
 
 func readFile(path string) ([]byte, error) {

@@ -68,6 +68,30 @@ func TestExecJSON(t *testing.T) {
 	require.Equal(t, "exception", res["error"].(map[string]any)["kind"])
 }
 
+// exec grants every built-in by default; --grant narrows it.
+func TestExecGrants(t *testing.T) {
+	code, out, errOut := wasmpyCLI(t, "", "exec", "--json", "-c", "write_file('a.txt', 'x'); submit_result(read_file('a.txt'))")
+	require.Equal(t, 0, code, errOut)
+	var res struct {
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, `"x"`, string(res.Result))
+
+	code, _, errOut = wasmpyCLI(t, "", "exec", "--grant", "none", "-c", "submit_result(1)")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "PermissionError: capability 'submit_result' is not granted to this run")
+
+	code, out, errOut = wasmpyCLI(t, "", "exec", "--grant", "list_files, submit_result", "-c", `
+try:
+    write_file("a.txt", "x")
+except PermissionError as e:
+    print(e)
+submit_result(list_files())`)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "capability 'write_file' is not granted to this run\n", out)
+}
+
 func TestExecSandboxOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -109,6 +133,7 @@ func TestExecBadInput(t *testing.T) {
 		{"empty code", []string{"exec", "-c", ""}, "empty code"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"bad workspace", []string{"exec", "--workspace", filepath.Join(dir, "nope"), "-c", "1"}, "not a directory"},
+		{"bad grant", []string{"exec", "--grant", "read_file,launch", "-c", "1"}, `--grant: no capability "launch"`},
 		{"missing interpreter", []string{"exec", "--interpreter", filepath.Join(dir, "python.wasm"), "-c", "1"}, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -300,6 +300,8 @@ func skillRun(c *cli.Context) error {
 	x, err := ex.Execute(c.Context, s, skills.Request{Args: args, ActorID: actor, ActorType: c.String("actor-type"), Approved: c.Bool("approve")})
 	var se *skills.Error
 	switch {
+	case errors.As(err, &se) && se.Code == skills.CodeApprovalRequired:
+		return usageErr("%s: %s: pass --approve", name, se.Message)
 	case errors.As(err, &se):
 		return usageErr("%s: %s", name, se.Message)
 	case err != nil:

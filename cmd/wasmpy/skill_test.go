@@ -146,7 +146,7 @@ func TestSkillRun(t *testing.T) {
 		msg  string
 	}{
 		{"schema violation", []string{"echo", "--args", `{"message": 5}`}, exitUsage, "at /message: got number, want string"},
-		{"approval missing", []string{"needs_approval", "--args", `{"target": "t"}`}, exitUsage, "needs an explicit approval"},
+		{"approval missing", []string{"needs_approval", "--args", `{"target": "t"}`}, exitUsage, "needs an explicit approval: pass --approve"},
 		{"invalid output", []string{"bad_output"}, 1, "invalid_output: the output of handler.run does not match the schema: at /count"},
 		{"not JSON", []string{"not_json"}, 1, "invalid_output"},
 		{"unknown skill", []string{"nope"}, exitUsage, `no skill "nope"`},

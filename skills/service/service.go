@@ -532,7 +532,7 @@ type execBody struct {
 
 func (s *Service) exec(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.EnableExec {
-		s.fail(w, r, CodeExecDisabled, "POST /exec is disabled; the service must be started with --enable-exec")
+		s.fail(w, r, CodeExecDisabled, "POST /exec is disabled on this service")
 		return
 	}
 	var body execBody
@@ -574,6 +574,11 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) {
 func (s *Service) refused(w http.ResponseWriter, r *http.Request, err error) {
 	var se *skills.Error
 	if errors.As(err, &se) {
+		if se.Code == skills.CodeApprovalRequired {
+			hinted := *se
+			hinted.Message += `: send "approved": true`
+			se = &hinted
+		}
 		s.failWith(w, r, errorBody{Error: se})
 		return
 	}

@@ -239,7 +239,9 @@ func TestErrorStatuses(t *testing.T) {
 		{"missing required", "POST", "/skills/echo/execute", `{"args": {}}`, 422, "invalid_input", func(t *testing.T, r reply) {
 			require.Equal(t, "", r.body["error"].(map[string]any)["pointer"], "the root's pointer is empty, and present")
 		}},
-		{"approval missing", "POST", "/skills/needs_approval/execute", `{"args": {"target": "x"}}`, 403, "approval_required", nil},
+		{"approval missing", "POST", "/skills/needs_approval/execute", `{"args": {"target": "x"}}`, 403, "approval_required", func(t *testing.T, r reply) {
+			require.Equal(t, `skill needs_approval needs an explicit approval: send "approved": true`, r.body["error"].(map[string]any)["message"])
+		}},
 		{"approval given", "POST", "/skills/needs_approval/execute", `{"args": {"target": "x"}, "approved": true}`, 200, "", func(t *testing.T, r reply) {
 			require.Equal(t, true, r.body["provenance"].(map[string]any)["approved"])
 		}},

@@ -82,7 +82,7 @@ func TestStoreListAndStats(t *testing.T) {
 	for i := 1; i <= 20; i++ { // durations 1..20 ms, one in four fails
 		outcome := skills.OutcomeOK
 		if i%4 == 0 {
-			outcome = wasmpy.KindException
+			outcome = string(wasmpy.KindException)
 		}
 		add("summarize", outcome, float64(i), i)
 	}
@@ -98,7 +98,7 @@ func TestStoreListAndStats(t *testing.T) {
 	recent, err := st.List(ctx, store.Filter{})
 	require.NoError(t, err)
 	require.Len(t, recent, 24)
-	sel, err := st.List(ctx, store.Filter{Skill: "summarize", Outcome: wasmpy.KindException, Limit: 2})
+	sel, err := st.List(ctx, store.Filter{Skill: "summarize", Outcome: string(wasmpy.KindException), Limit: 2})
 	require.NoError(t, err)
 	require.Len(t, sel, 2)
 	require.Equal(t, t0.Add(20*time.Minute), sel[0].StartedAt)

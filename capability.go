@@ -1,0 +1,124 @@
+package wasmpy
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/wasmpy/wasmpy/hostfuncs"
+)
+
+// Capability names a host function a run may call: one of the built-ins
+// below, or a name in Config.HostFuncs. A run gets only the capabilities it
+// is granted (Config.Grants and Job.Grants); nothing is granted by default,
+// so a capability added to wasmpy later reaches no run that did not ask.
+type Capability string
+
+// The built-in capabilities.
+const (
+	ReadFile     Capability = "read_file"     // a workspace file
+	WriteFile    Capability = "write_file"    // a file in the run's overlay
+	ListFiles    Capability = "list_files"    // workspace paths matching a glob
+	SearchFiles  Capability = "search_files"  // lines matching a regex in workspace files
+	AskLLM       Capability = "ask_llm"       // one chat completion from Config.LLM
+	SubmitResult Capability = "submit_result" // one JSON value back as Result.Result
+)
+
+// Builtins returns every built-in capability, for callers that mean to grant
+// them all (the CLI does).
+func Builtins() []Capability {
+	return []Capability{ReadFile, WriteFile, ListFiles, SearchFiles, AskLLM, SubmitResult}
+}
+
+// checkGrants refuses a grant of a name that is neither built in nor in
+// Config.HostFuncs; what names a typo is better than a guest's NameError.
+func (cfg *Config) checkGrants(what string, grants []Capability) error {
+	for _, g := range grants {
+		if _, ok := cfg.HostFuncs[string(g)]; ok || slices.Contains(Builtins(), g) {
+			continue
+		}
+		known := make([]string, 0, len(cfg.HostFuncs)+6)
+		for _, b := range Builtins() {
+			known = append(known, string(b))
+		}
+		known = append(known, slices.Sorted(maps.Keys(cfg.HostFuncs))...)
+		return fmt.Errorf("wasmpy: %s: no capability %q (have %s)", what, g, strings.Join(known, ", "))
+	}
+	return nil
+}
+
+// checkHostFuncs refuses embedder functions the guest could not call by
+// their name: it installs each as a Python builtin, and names starting with
+// "_" are the transport's own.
+func checkHostFuncs(t hostfuncs.Table) error {
+	for name, fn := range t {
+		if !isIdentifier(name) || strings.HasPrefix(name, "_") {
+			return fmt.Errorf("wasmpy: HostFuncs: %q is not a Python identifier without a leading underscore", name)
+		}
+		if fn == nil {
+			return fmt.Errorf("wasmpy: HostFuncs: %q has a nil function", name)
+		}
+	}
+	return nil
+}
+
+// isIdentifier reports whether s is an ASCII Python identifier and not a
+// keyword: a capability must be callable by its plain name.
+func isIdentifier(s string) bool {
+	if s == "" || len(s) > 128 || slices.Contains(pythonKeywords, s) {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+var pythonKeywords = []string{"False", "None", "True", "and", "as", "assert", "async", "await", "break",
+	"class", "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
+	"import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
+	"with", "yield"}
+
+// runCapabilities are one run's granted host functions and their state.
+type runCapabilities struct {
+	table     hostfuncs.Table
+	workspace *hostfuncs.Workspace
+	result    *hostfuncs.ResultSink
+	llm       *hostfuncs.LLMSession
+}
+
+// capabilities builds the table of what job is granted, and nothing else:
+// the guest cannot call, or learn the name of, anything left out.
+func (s *Sandbox) capabilities(job Job) (*runCapabilities, error) {
+	if err := s.cfg.checkGrants("Job.Grants", job.Grants); err != nil {
+		return nil, err
+	}
+	wcfg := s.cfg.Workspace
+	if job.Workspace != "" {
+		wcfg.Stable = job.Workspace
+	}
+	ws, err := hostfuncs.NewWorkspace(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	sink, err := hostfuncs.NewResultSink(job.ResultSchema)
+	if err != nil {
+		return nil, err
+	}
+	c := &runCapabilities{table: hostfuncs.Table{}, workspace: ws, result: sink, llm: s.llm.Session(s.cfg.LLMBudget)}
+	all := hostfuncs.Table{}
+	ws.Register(all)
+	sink.Register(all)
+	c.llm.Register(all)
+	maps.Copy(all, s.cfg.HostFuncs) // an embedder's function replaces a built-in of its name
+	for _, g := range slices.Concat(s.cfg.Grants, job.Grants) {
+		c.table.Add(string(g), all[string(g)])
+	}
+	return c, nil
+}
