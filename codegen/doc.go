@@ -32,6 +32,6 @@
 //
 // Validation is fast, useful feedback for the model, not a security
 // boundary: the sandbox is. Codegen calls the root wasmpy API like any other
-// user; its own validator imports ast, json and sys (HelperImports), so a
+// user; its own validator imports ast, json and sys (HelperImports()), so a
 // sandbox with Config.AllowImports must allow them.
 package codegen

@@ -34,10 +34,10 @@ type Options struct {
 	// (0 = DefaultAttempts). Code from the cache is tried first, as an extra.
 	Attempts int
 	// AllowImports are the only modules generated code may import (nil =
-	// DefaultAllowImports; empty = none).
+	// DefaultAllowImports(); empty = none).
 	AllowImports []string
 	// ForbiddenNames are builtins generated code may not use (nil =
-	// DefaultForbiddenNames).
+	// DefaultForbiddenNames()).
 	ForbiddenNames []string
 	// ResultOptional lets Task's code end without calling submit_result.
 	ResultOptional bool
@@ -107,7 +107,7 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 		opts.MaxBackoff = DefaultMaxBackoff
 	}
 	if opts.AllowImports == nil {
-		opts.AllowImports = DefaultAllowImports
+		opts.AllowImports = DefaultAllowImports()
 	}
 	for _, m := range opts.AllowImports {
 		if !isModuleName(m) {
@@ -116,7 +116,7 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 	}
 	opts.AllowImports = slices.Clone(opts.AllowImports)
 	if opts.ForbiddenNames == nil {
-		opts.ForbiddenNames = DefaultForbiddenNames
+		opts.ForbiddenNames = DefaultForbiddenNames()
 	}
 	opts.ForbiddenNames = slices.Clone(opts.ForbiddenNames)
 	g := &Generator{sb: sb, llm: llm, opts: opts}

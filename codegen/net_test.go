@@ -324,7 +324,7 @@ func TestSandboxImportPolicy(t *testing.T) {
 	require.ErrorContains(t, err, "codegen: the validator failed in the sandbox")
 	require.ErrorContains(t, err, "must allow ast, json, sys")
 
-	policy, err := wasmpy.New(ctx, wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), AllowImports: append([]string{"importlib"}, HelperImports...)})
+	policy, err := wasmpy.New(ctx, wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), AllowImports: append([]string{"importlib"}, HelperImports()...)})
 	require.NoError(t, err)
 	defer policy.Close(ctx)
 	n, err := ParseNet([]byte("net:\n  id: imp\n  places: [{id: p, tokens: 1}]\n  transitions:\n    - {id: t, inscription: 'import math'}\n  arcs: [{source: p, target: t}]\n"))

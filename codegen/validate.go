@@ -17,23 +17,25 @@ var validatorSource string
 
 // DefaultAllowImports are the modules generated code may import unless
 // Options.AllowImports says otherwise: the pure-compute standard library.
-var DefaultAllowImports = []string{
-	"math", "cmath", "json", "re", "collections", "itertools", "functools", "operator",
-	"datetime", "decimal", "fractions", "statistics", "string", "random", "hashlib",
-	"heapq", "bisect", "textwrap", "unicodedata", "dataclasses", "enum", "typing",
-	"copy", "pprint", "base64", "binascii", "difflib", "csv",
+func DefaultAllowImports() []string {
+	return []string{
+		"math", "cmath", "json", "re", "collections", "itertools", "functools", "operator",
+		"datetime", "decimal", "fractions", "statistics", "string", "random", "hashlib",
+		"heapq", "bisect", "textwrap", "unicodedata", "dataclasses", "enum", "typing",
+		"copy", "pprint", "base64", "binascii", "difflib", "csv",
+	}
 }
 
 // DefaultForbiddenNames are the builtins generated code may not use unless
 // Options.ForbiddenNames says otherwise.
-var DefaultForbiddenNames = []string{
-	"open", "eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint",
+func DefaultForbiddenNames() []string {
+	return []string{"open", "eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint"}
 }
 
 // HelperImports are the modules codegen's own validator and the def harness
 // import in the sandbox. A sandbox whose Config.AllowImports is set must
 // allow them; checking a net's requirements also needs importlib.
-var HelperImports = []string{"ast", "json", "sys"}
+func HelperImports() []string { return []string{"ast", "json", "sys"} }
 
 // Rules are the checks Validate applies. The zero value checks syntax only.
 type Rules struct {
@@ -130,7 +132,7 @@ func validate(ctx context.Context, sb *wasmpy.Sandbox, items []validateItem, mod
 		}
 		hint := ""
 		if strings.Contains(res.Error.Type, "ImportError") {
-			hint = fmt.Sprintf(" (a sandbox with AllowImports must allow %s)", strings.Join(HelperImports, ", "))
+			hint = fmt.Sprintf(" (a sandbox with AllowImports must allow %s)", strings.Join(HelperImports(), ", "))
 		}
 		return nil, fmt.Errorf("codegen: the validator failed in the sandbox: %s: %s%s", res.Error.Kind, msg, hint)
 	}

@@ -11,7 +11,7 @@ import (
 // real sandbox.
 func TestValidateRules(t *testing.T) {
 	sb := testSandbox(t)
-	rules := Rules{AllowImports: DefaultAllowImports, ForbiddenNames: DefaultForbiddenNames, ForbidDunder: true, RequireCall: "submit_result"}
+	rules := Rules{AllowImports: DefaultAllowImports(), ForbiddenNames: DefaultForbiddenNames(), ForbidDunder: true, RequireCall: "submit_result"}
 	for _, tc := range []struct {
 		name, code string
 		rules      *Rules // default: rules

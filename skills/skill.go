@@ -25,7 +25,9 @@ const (
 )
 
 // SafetyFlags lists every flag, in documentation order.
-var SafetyFlags = []string{FlagNone, FlagPIIRisk, FlagExternalCall, FlagSideEffect, FlagFileSystem, FlagNetworkAccess}
+func SafetyFlags() []string {
+	return []string{FlagNone, FlagPIIRisk, FlagExternalCall, FlagSideEffect, FlagFileSystem, FlagNetworkAccess}
+}
 
 // Limits bounding a skill's runs, beyond which skill.yaml may not go.
 const (
@@ -184,13 +186,13 @@ func (m *manifest) check(s *Skill, opts LoadOptions) []string {
 		s.module, s.fn = sub[1], sub[2]
 	}
 	if len(m.SafetyFlags) == 0 {
-		fail("safety_flags: missing (one or more of %s)", strings.Join(SafetyFlags, ", "))
+		fail("safety_flags: missing (one or more of %s)", strings.Join(SafetyFlags(), ", "))
 	}
 	seen := map[string]bool{}
 	for _, f := range m.SafetyFlags {
 		switch {
-		case !slices.Contains(SafetyFlags, f):
-			fail("safety_flags: unknown flag %q (want %s)", f, strings.Join(SafetyFlags, ", "))
+		case !slices.Contains(SafetyFlags(), f):
+			fail("safety_flags: unknown flag %q (want %s)", f, strings.Join(SafetyFlags(), ", "))
 		case seen[f]:
 			fail("safety_flags: %q listed twice", f)
 		case f == FlagNetworkAccess:

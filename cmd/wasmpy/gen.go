@@ -165,9 +165,9 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	// harness's own imports are added for them.
 	allow := opts.AllowImports
 	if allow == nil {
-		allow = codegen.DefaultAllowImports
+		allow = codegen.DefaultAllowImports()
 	}
-	cfg.AllowImports = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(allow), codegen.HelperImports...))))
+	cfg.AllowImports = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(allow), codegen.HelperImports()...))))
 	if path := c.String("template"); path != "" {
 		b, err := readFile(path)
 		if err != nil {
