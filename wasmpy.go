@@ -228,3 +228,41 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 	res.workspace = caps.workspace
 	return res, nil
 }
+
+// runCapabilities are one run's host functions and their state.
+type runCapabilities struct {
+	table     hostfuncs.Table
+	workspace *hostfuncs.Workspace
+	result    *hostfuncs.ResultSink
+	llm       *hostfuncs.LLMSession
+}
+
+// capabilities builds the table of what job is granted, and nothing else:
+// the guest cannot call, or learn the name of, anything left out.
+func (s *Sandbox) capabilities(job Job) (*runCapabilities, error) {
+	if err := s.cfg.checkGrants("Job.Grants", job.Grants); err != nil {
+		return nil, err
+	}
+	wcfg := s.cfg.Workspace
+	if job.Workspace != "" {
+		wcfg.Stable = job.Workspace
+	}
+	ws, err := hostfuncs.NewWorkspace(wcfg)
+	if err != nil {
+		return nil, err
+	}
+	sink, err := hostfuncs.NewResultSink(job.ResultSchema)
+	if err != nil {
+		return nil, err
+	}
+	c := &runCapabilities{table: hostfuncs.Table{}, workspace: ws, result: sink, llm: s.llm.Session(s.cfg.LLMBudget)}
+	all := hostfuncs.Table{}
+	ws.Register(all)
+	sink.Register(all)
+	c.llm.Register(all)
+	maps.Copy(all, s.cfg.HostFuncs) // an embedder's function replaces a built-in of its name
+	for _, g := range slices.Concat(s.cfg.Grants, job.Grants) {
+		c.table.Add(string(g), all[string(g)])
+	}
+	return c, nil
+}
