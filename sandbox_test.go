@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,6 +133,30 @@ func TestResultJSON(t *testing.T) {
 	require.Nil(t, m["error"])
 	require.Equal(t, "hi\n", m["stdout"])
 	require.Greater(t, m["memory_peak_bytes"].(float64), float64(1<<20))
+}
+
+// The JSON form of a Result is shared by exec --json, the service and
+// provenance: its keys, and those of its error and host calls, stay put.
+func TestResultJSONShape(t *testing.T) {
+	res := run(t, wasmpy.Job{Grants: []wasmpy.Capability{wasmpy.ReadFile}, Code: "try:\n    read_file('nope')\nexcept OSError:\n    pass\n1/0"})
+	b, err := json.Marshal(res)
+	require.NoError(t, err)
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(b, &m))
+	keys := func(raw json.RawMessage) []string {
+		var o map[string]any
+		require.NoError(t, json.Unmarshal(raw, &o))
+		return slices.Sorted(maps.Keys(o))
+	}
+	require.Equal(t, []string{"duration_ms", "error", "exit_code", "files", "fuel_used", "host_calls", "host_calls_total",
+		"llm", "memory_peak_bytes", "result", "stderr", "stderr_truncated", "stdout", "stdout_truncated"}, keys(b))
+	require.Equal(t, []string{"kind", "message", "traceback", "type"}, keys(m["error"]))
+	var calls []json.RawMessage
+	require.NoError(t, json.Unmarshal(m["host_calls"], &calls))
+	require.Len(t, calls, 1)
+	require.Equal(t, []string{"duration_ms", "error", "name", "ok"}, keys(calls[0]))
+	require.Contains(t, string(m["error"]), `"kind":"exception"`)
+	require.Contains(t, string(calls[0]), `"error":"FileNotFoundError"`)
 }
 
 func TestTimeout(t *testing.T) {
