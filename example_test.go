@@ -55,7 +55,7 @@ submit_result(read_file("note.txt"))
 	fmt.Println(res.Err())
 	// Output:
 	// "hello" note.txt
-	// wasmpy: exception: PermissionError: capability 'write_file' is not granted to this run
+	// wasmpy: exception: PermissionError: capability "write_file" is not granted to this run
 }
 
 // An embedder offers its own capability: a Go function the guest calls like

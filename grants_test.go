@@ -44,7 +44,7 @@ func TestNothingGrantedByDefault(t *testing.T) {
 	require.Len(t, lines, 18)
 	for _, line := range lines {
 		name, _, _ := strings.Cut(line, " ")
-		require.Regexp(t, `^\w+ \w+ PermissionError capability '`+name+`' is not granted to this run$`, line)
+		require.Regexp(t, `^\w+ \w+ PermissionError capability "`+name+`" is not granted to this run$`, line)
 	}
 	require.Empty(t, res.HostCalls, "a refused call ran nothing")
 	require.Empty(t, res.Files)
@@ -57,7 +57,7 @@ func TestGrantedCapabilityWorks(t *testing.T) {
 	out := res.Stdout
 	for _, how := range []string{"builtin", "module", "transport"} {
 		require.Contains(t, out, "read_file "+how+" ran\n")
-		require.Contains(t, out, "write_file "+how+" PermissionError capability 'write_file' is not granted to this run\n")
+		require.Contains(t, out, "write_file "+how+` PermissionError capability "write_file" is not granted to this run`+"\n")
 		require.Contains(t, out, "ask_llm "+how+" PermissionError")
 	}
 	require.Contains(t, out, "submit_result builtin ran\n")
@@ -151,7 +151,7 @@ for fn in (lambda: add(X=1, Y=2), lambda: wasmpy.add(X=1, Y=2), lambda: wasmpy._
 	require.Nil(t, res.Error, res.Stderr)
 	require.Equal(t, "NameError name 'add' is not defined\n"+
 		"AttributeError module 'wasmpy' has no attribute 'add'\n"+
-		"PermissionError capability 'add' is not granted to this run\n", res.Stdout)
+		`PermissionError capability "add" is not granted to this run`+"\n", res.Stdout)
 
 	// Config.Grants reach every job.
 	sb = newSandbox(t, wasmpy.Config{Grants: []wasmpy.Capability{"add"},

@@ -126,6 +126,7 @@ def _generic(name):
 
 def _refused(name):
     def refused(*args, **kwargs):
-        raise PermissionError("capability %r is not granted to this run" % name)
+        # Worded as the host words a call it refuses.
+        raise PermissionError('capability "%s" is not granted to this run' % name)
     refused.__name__ = refused.__qualname__ = name
     return refused

@@ -387,7 +387,7 @@ func TestExecRawCode(t *testing.T) {
 	x, err = ex.Exec(context.Background(), skills.ExecRequest{Code: "read_file('x')"})
 	require.NoError(t, err)
 	require.Equal(t, skills.CodeRunFailed, x.Error.Code)
-	require.Contains(t, x.Error.Message, "PermissionError: capability 'read_file' is not granted to this run")
+	require.Contains(t, x.Error.Message, "PermissionError: capability \"read_file\" is not granted to this run")
 }
 
 // One executor serves skills with different grants at once: each run can
@@ -418,8 +418,8 @@ func TestGrantsPerSkill(t *testing.T) {
 	}
 	reg := loadDir(t, ex, dir)
 	want := map[string]string{
-		"fs_probe":   `{"write_file": "ran", "ask_llm": "capability 'ask_llm' is not granted to this run"}`,
-		"pure_probe": `{"write_file": "capability 'write_file' is not granted to this run", "ask_llm": "capability 'ask_llm' is not granted to this run"}`,
+		"fs_probe":   `{"write_file": "ran", "ask_llm": "capability \"ask_llm\" is not granted to this run"}`,
+		"pure_probe": `{"write_file": "capability \"write_file\" is not granted to this run", "ask_llm": "capability \"ask_llm\" is not granted to this run"}`,
 	}
 	var wg sync.WaitGroup
 	for i := range 6 {

@@ -80,7 +80,7 @@ func TestExecGrants(t *testing.T) {
 
 	code, _, errOut = wasmpyCLI(t, "", "exec", "--grant", "none", "-c", "submit_result(1)")
 	require.Equal(t, 1, code)
-	require.Contains(t, errOut, "PermissionError: capability 'submit_result' is not granted to this run")
+	require.Contains(t, errOut, "PermissionError: capability \"submit_result\" is not granted to this run")
 
 	code, out, errOut = wasmpyCLI(t, "", "exec", "--grant", "list_files, submit_result", "-c", `
 try:
@@ -89,7 +89,7 @@ except PermissionError as e:
     print(e)
 submit_result(list_files())`)
 	require.Equal(t, 0, code, errOut)
-	require.Equal(t, "capability 'write_file' is not granted to this run\n", out)
+	require.Equal(t, "capability \"write_file\" is not granted to this run\n", out)
 }
 
 func TestExecSandboxOutcomes(t *testing.T) {
