@@ -407,7 +407,7 @@ func TestGrantsPerSkill(t *testing.T) {
             out[name] = type(e).__name__
     return out
 `
-	schema := `{"input": {"type": "object"}, "output": {"type": "object"}}`
+	schema := `{"input": {"type": "object", "additionalProperties": false}, "output": {"type": "object"}}`
 	for name, flags := range map[string]string{"fs_probe": "[file_system]", "pure_probe": "[none]"} {
 		d := filepath.Join(dir, name)
 		require.NoError(t, os.MkdirAll(d, 0o755))
