@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/jsonschema"
 )
 
 // The files of a skill directory.
@@ -240,14 +240,9 @@ func (s *Skill) loadSchemas(raw []byte) []string {
 			bad = append(bad, key+": missing")
 			return nil, nil
 		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+		sch, err := jsonschema.Compile(doc)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("%s: %v", key, err))
-			return nil, nil
-		}
-		sch, err := compileSchema(v)
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s: does not compile: %s", key, flatten(err.Error())))
 			return nil, nil
 		}
 		return doc, sch

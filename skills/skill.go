@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/jsonschema"
 )
 
 // The safety flags a skill may declare in skill.yaml.
