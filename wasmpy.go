@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -41,6 +42,12 @@ type Limits struct {
 	// same job spends the same fuel on any machine.
 	Fuel uint64
 }
+
+// The largest limits a run may ask for; Run and New refuse more.
+const (
+	MaxMemory = 4 << 30       // the wasm32 address space
+	MaxFuel   = math.MaxInt64 // what the meter counts in
+)
 
 // DefaultLimits are the limits where neither the Job nor the Config sets one.
 func DefaultLimits() Limits {
@@ -71,6 +78,10 @@ func (l Limits) validate() error {
 		return fmt.Errorf("wasmpy: negative timeout %v", l.Timeout)
 	case l.Output < 0:
 		return fmt.Errorf("wasmpy: negative output limit %d", l.Output)
+	case l.Memory > MaxMemory:
+		return fmt.Errorf("wasmpy: memory limit %d exceeds %d (the wasm32 address space)", l.Memory, uint64(MaxMemory))
+	case l.Fuel > MaxFuel:
+		return fmt.Errorf("wasmpy: fuel limit %d exceeds %d", l.Fuel, uint64(MaxFuel))
 	}
 	return nil
 }

@@ -127,6 +127,7 @@ func TestLoadBrokenSkills(t *testing.T) {
 		{"bad timeout", yaml("safety_flags", "limits: {timeout: soon}\nsafety_flags"), "skill.yaml", "limits.timeout"},
 		{"long timeout", yaml("safety_flags", "limits: {timeout: 2h}\nsafety_flags"), "skill.yaml", "at most 10m0s"},
 		{"huge memory", yaml("safety_flags", "limits: {memory: 8GiB}\nsafety_flags"), "skill.yaml", "at most 4GiB"},
+		{"fuel past the meter", yaml("safety_flags", "limits: {fuel: 18446744073709551615}\nsafety_flags"), "skill.yaml", "limits.fuel 18446744073709551615: at most 9223372036854775807"},
 		{"negative fuel", yaml("safety_flags", "limits: {fuel: -1}\nsafety_flags"), "skill.yaml", "cannot unmarshal"},
 		{"no schema.json", func(f map[string]string) { delete(f, "schema.json") }, "schema.json", "missing"},
 		{"schema not JSON", set("schema.json", "{input:"), "schema.json", "not a JSON object"},

@@ -31,7 +31,7 @@ func SafetyFlags() []string {
 // Limits bounding a skill's runs, beyond which skill.yaml may not go.
 const (
 	MaxTimeout = 10 * time.Minute
-	MaxMemory  = 4 << 30 // the wasm32 address space
+	MaxMemory  = wasmpy.MaxMemory
 )
 
 // Skill is one loaded, validated skill. The registry shares Skills between
@@ -228,6 +228,9 @@ func (m *manifest) check(s *Skill, opts LoadOptions) []string {
 			fail("limits.memory %q: at most 4GiB (the wasm32 address space)", mem)
 		}
 		s.Limits.Memory = n
+	}
+	if m.Limits.Fuel > wasmpy.MaxFuel {
+		fail("limits.fuel %d: at most %d", m.Limits.Fuel, uint64(wasmpy.MaxFuel))
 	}
 	s.Limits.Fuel = m.Limits.Fuel
 	s.Name, s.Version, s.Description, s.Handler = m.Name, m.Version, strings.TrimSpace(m.Description), m.Handler

@@ -105,7 +105,7 @@ func limits(c *cli.Context) (wasmpy.Limits, error) {
 	if l.Memory, err = parseSize(c.String("memory")); err != nil || l.Memory == 0 {
 		return l, usageErr("--memory %q: want a positive size such as 64MiB or 1GiB", c.String("memory"))
 	}
-	if l.Memory > 4<<30 {
+	if l.Memory > wasmpy.MaxMemory {
 		return l, usageErr("--memory %q: at most 4GiB (the wasm32 address space)", c.String("memory"))
 	}
 	out, err := parseSize(c.String("output-limit"))
@@ -113,8 +113,8 @@ func limits(c *cli.Context) (wasmpy.Limits, error) {
 		return l, usageErr("--output-limit %q: want a size from 1B to 1GiB", c.String("output-limit"))
 	}
 	l.Output = int(out)
-	if l.Fuel, err = strconv.ParseUint(strings.TrimSpace(c.String("fuel")), 10, 64); err != nil {
-		return l, usageErr("--fuel %q: want a whole number of fuel units, 0 for unlimited", c.String("fuel"))
+	if l.Fuel, err = strconv.ParseUint(strings.TrimSpace(c.String("fuel")), 10, 64); err != nil || l.Fuel > wasmpy.MaxFuel {
+		return l, usageErr("--fuel %q: want a whole number of fuel units from 0 (unlimited) to %d", c.String("fuel"), uint64(wasmpy.MaxFuel))
 	}
 	return l, nil
 }
