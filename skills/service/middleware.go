@@ -1,0 +1,139 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// reqInfo collects what the request log line says beyond method and path.
+type reqInfo struct {
+	status      int
+	code        string
+	executionID string
+	skill       string
+	outcome     string
+}
+
+type infoKey struct{}
+
+func info(r *http.Request) *reqInfo {
+	if ri, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{}
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	ri *reqInfo
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.ri.status == 0 {
+		w.ri.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.ri.status == 0 {
+		w.ri.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (s *Service) logged(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &reqInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey{}, ri))
+		next.ServeHTTP(&statusWriter{ResponseWriter: w, ri: ri}, r)
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "status", ri.status,
+			"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "remote", r.RemoteAddr}
+		for _, kv := range [][2]string{{"execution_id", ri.executionID}, {"skill", ri.skill}, {"outcome", ri.outcome}, {"code", ri.code}} {
+			if kv[1] != "" {
+				attrs = append(attrs, kv[0], kv[1])
+			}
+		}
+		level := slog.LevelInfo
+		if ri.status >= 500 {
+			level = slog.LevelWarn
+		}
+		s.log.Log(r.Context(), level, "request", attrs...)
+		s.metrics.request(ri.status)
+	})
+}
+
+// recoverer turns a panic into a plain 500: the stack goes to the log,
+// never to the client.
+func (s *Service) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				s.fail(w, r, CodeInternal, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Service) authorized(next http.Handler) http.Handler {
+	if len(s.tokens) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		auth := r.Header.Get("Authorization")
+		tok, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok {
+			tok, ok = strings.CutPrefix(auth, "bearer ")
+		}
+		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+		match := 0
+		for _, t := range s.tokens { // compare with every token, in constant time
+			match |= subtle.ConstantTimeCompare(sum[:], t[:])
+		}
+		if !ok || match == 0 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="wasmpy"`)
+			s.fail(w, r, CodeUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fallback answers what no route matched: 405 if the path exists for
+// another method, else 404.
+func (s *Service) fallback(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.fail(w, r, CodeMethodNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
+		return
+	}
+	s.fail(w, r, CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+}
