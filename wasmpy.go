@@ -72,7 +72,9 @@ func (l Limits) Or(d Limits) Limits {
 	return l
 }
 
-func (l Limits) validate() error {
+// Validate reports a limit wasmpy cannot enforce: a negative one, or one past
+// MaxMemory or MaxFuel. New and Run call it.
+func (l Limits) Validate() error {
 	switch {
 	case l.Timeout < 0:
 		return fmt.Errorf("wasmpy: negative timeout %v", l.Timeout)
@@ -131,7 +133,7 @@ type Sandbox struct {
 // New loads and compiles the interpreter. The first call on a machine may
 // take seconds; later processes reuse the compiled code from the cache.
 func New(ctx context.Context, cfg Config) (*Sandbox, error) {
-	if err := cfg.Limits.validate(); err != nil {
+	if err := cfg.Limits.Validate(); err != nil {
 		return nil, err
 	}
 	if err := checkHostFuncs(cfg.HostFuncs); err != nil {
@@ -208,7 +210,7 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 	if job.Code == "" {
 		return nil, ErrNoCode
 	}
-	if err := job.Limits.validate(); err != nil {
+	if err := job.Limits.Validate(); err != nil {
 		return nil, err
 	}
 	lim := job.Limits.Or(s.cfg.Limits).Or(DefaultLimits())

@@ -21,6 +21,7 @@ const (
 	CodeInvalidOutput    = "invalid_output"    // the handler's return value does not match the output schema
 	CodeRunFailed        = "run_failed"        // the handler failed: Kind says how (exception, memory, fuel...)
 	CodeTimeout          = "timeout"           // the run hit its time limit
+	CodeBadRequest       = "bad_request"       // the request is malformed: an actor id or type too long or not printable
 )
 
 // Error is why an execution was refused or did not produce a valid output.
@@ -209,10 +210,14 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	})
 }
 
-// Check does what Execute does before running: the approval, then the
-// arguments against the input schema. It returns the arguments' hash, or an
-// *Error (approval_required, invalid_input).
+// Check does what Execute does before running: the actor, the approval,
+// then the arguments against the input schema. It returns the arguments'
+// hash, or an *Error (bad_request for the actor, approval_required,
+// invalid_input).
 func (s *Skill) Check(req Request) (inputsHash string, err error) {
+	if err := checkActor(req.ActorID, req.ActorType); err != nil {
+		return "", err
+	}
 	if s.NeedsApproval() && !req.Approved {
 		return "", &Error{Code: CodeApprovalRequired, Message: fmt.Sprintf(
 			"skill %s needs an explicit approval", s.Name)}
@@ -247,10 +252,14 @@ type ExecRequest struct {
 
 // Exec runs raw code in a fresh pure-compute instance (the only capability
 // is submit_result) and records its provenance like a skill's, with
-// Skill "". Its inputs hash covers {"args", "stdin"}.
+// Skill "". Its inputs hash covers {"args", "stdin"}. An actor that is too
+// long or not printable is refused with an *Error (bad_request).
 func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error) {
 	if req.Code == "" {
 		return nil, wasmpy.ErrNoCode
+	}
+	if err := checkActor(req.ActorID, req.ActorType); err != nil {
+		return nil, err
 	}
 	if req.Args == nil {
 		req.Args = []string{}

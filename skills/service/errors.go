@@ -10,19 +10,22 @@ import (
 )
 
 // The service's own error codes, beside skills' (invalid_input,
-// approval_required, invalid_output, run_failed, timeout).
+// approval_required, invalid_output, run_failed, timeout; bad_request is
+// both's).
 const (
-	CodeBadRequest       = "bad_request"
-	CodeUnauthorized     = "unauthorized"
-	CodeNotFound         = "not_found"
-	CodeUnknownSkill     = "unknown_skill"
-	CodeUnknownExecution = "unknown_execution"
-	CodeExecDisabled     = "exec_disabled"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeBodyTooLarge     = "body_too_large"
-	CodeBusy             = "busy"
-	CodeInternal         = "internal"
-	CodeCanceled         = "canceled"
+	CodeBadRequest           = skills.CodeBadRequest
+	CodeUnauthorized         = "unauthorized"
+	CodeCrossOrigin          = "cross_origin"
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeNotFound             = "not_found"
+	CodeUnknownSkill         = "unknown_skill"
+	CodeUnknownExecution     = "unknown_execution"
+	CodeExecDisabled         = "exec_disabled"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeBodyTooLarge         = "body_too_large"
+	CodeBusy                 = "busy"
+	CodeInternal             = "internal"
+	CodeCanceled             = "canceled"
 )
 
 // statusOf maps every code to its HTTP status.
@@ -30,12 +33,14 @@ var statusOf = map[string]int{
 	CodeBadRequest:              http.StatusBadRequest,
 	CodeUnauthorized:            http.StatusUnauthorized,
 	skills.CodeApprovalRequired: http.StatusForbidden,
+	CodeCrossOrigin:             http.StatusForbidden,
 	CodeNotFound:                http.StatusNotFound,
 	CodeUnknownSkill:            http.StatusNotFound,
 	CodeUnknownExecution:        http.StatusNotFound,
 	CodeExecDisabled:            http.StatusNotFound,
 	CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
 	CodeBodyTooLarge:            http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:    http.StatusUnsupportedMediaType,
 	skills.CodeInvalidInput:     http.StatusUnprocessableEntity,
 	CodeBusy:                    http.StatusTooManyRequests,
 	CodeInternal:                http.StatusInternalServerError,

@@ -95,14 +95,6 @@ func (s *Service) acquire(ctx context.Context) (release func(), code string) {
 	}
 }
 
-// executeBody is POST /skills/{name}/execute's body.
-type executeBody struct {
-	Args      json.RawMessage `json:"args"`
-	ActorID   string          `json:"actor_id"`
-	ActorType string          `json:"actor_type"`
-	Approved  bool            `json:"approved"`
-}
-
 // runResponse is a run's answer: {"result", "provenance"}, and "error" when
 // it failed.
 type runResponse struct {
@@ -128,20 +120,6 @@ func (s *Service) execute(w http.ResponseWriter, r *http.Request) {
 	s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Execute(ctx, sk, req) })
 }
 
-// execBody is POST /exec's body.
-type execBody struct {
-	Code   string   `json:"code"`
-	Args   []string `json:"args"`
-	Stdin  string   `json:"stdin"`
-	Limits struct {
-		TimeoutMS   int64  `json:"timeout_ms"`
-		MemoryBytes uint64 `json:"memory_bytes"`
-		Fuel        uint64 `json:"fuel"`
-	} `json:"limits"`
-	ActorID   string `json:"actor_id"`
-	ActorType string `json:"actor_type"`
-}
-
 func (s *Service) exec(w http.ResponseWriter, r *http.Request) {
 	if !s.cfg.EnableExec {
 		s.fail(w, r, CodeExecDisabled, "POST /exec is disabled on this service")
@@ -155,28 +133,10 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, CodeBadRequest, `"code" is empty`)
 		return
 	}
-	max := s.cfg.ExecLimits
-	lim := max
-	if t := time.Duration(body.Limits.TimeoutMS) * time.Millisecond; t != 0 {
-		if t < 0 || max.Timeout != 0 && t > max.Timeout {
-			s.fail(w, r, CodeBadRequest, fmt.Sprintf("limits.timeout_ms: want 1 to %d", max.Timeout.Milliseconds()))
-			return
-		}
-		lim.Timeout = t
-	}
-	if m := body.Limits.MemoryBytes; m != 0 {
-		if max.Memory != 0 && m > max.Memory {
-			s.fail(w, r, CodeBadRequest, fmt.Sprintf("limits.memory_bytes: at most %d", max.Memory))
-			return
-		}
-		lim.Memory = m
-	}
-	if f := body.Limits.Fuel; f != 0 {
-		if max.Fuel != 0 && f > max.Fuel {
-			s.fail(w, r, CodeBadRequest, fmt.Sprintf("limits.fuel: at most %d", max.Fuel))
-			return
-		}
-		lim.Fuel = f
+	lim, err := s.limits(body.Limits)
+	if err != nil {
+		s.fail(w, r, CodeBadRequest, err.Error())
+		return
 	}
 	req := skills.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType}
 	s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, req) })

@@ -116,6 +116,20 @@ func (s *Service) authorized(next http.Handler) http.Handler {
 	})
 }
 
+// sameOrigin refuses a browser's cross-origin request that is not GET,
+// HEAD or OPTIONS: one whose Sec-Fetch-Site is not same-origin or none, or
+// whose Origin is not the Host it was sent to. A client that is not a
+// browser sends neither header and passes. With a token-less service, this
+// and application/json bodies are what keep a web page from running code.
+func (s *Service) sameOrigin(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, CodeCrossOrigin, fmt.Sprintf("cross-origin request refused (Origin %q, Sec-Fetch-Site %q): call the API from the same origin or from a client that is not a browser",
+			r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")))
+	}))
+	return cop.Handler(next)
+}
+
 // fallback answers what no route matched: 405 if the path exists for
 // another method, else 404.
 func (s *Service) fallback(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {

@@ -11,17 +11,23 @@
 //
 // Every error is JSON, {"error": {"code": ..., "message": ...}}, with a
 // stable code and its status: bad_request 400, unauthorized 401,
-// approval_required 403, not_found/unknown_skill/unknown_execution/
-// exec_disabled 404, method_not_allowed 405, body_too_large 413,
-// invalid_input 422 (with "pointer", the first failing JSON pointer, and
-// "violations"), busy 429, internal 500 (never with a stack trace),
-// invalid_output and run_failed 502, timeout 504.
+// approval_required/cross_origin 403, not_found/unknown_skill/
+// unknown_execution/exec_disabled 404, method_not_allowed 405,
+// body_too_large 413, unsupported_media_type 415, invalid_input 422 (with
+// "pointer", the first failing JSON pointer, and "violations"), busy 429,
+// internal 500 (never with a stack trace), invalid_output and run_failed
+// 502, timeout 504.
+//
+// A POST body must be application/json, and a browser's cross-origin POST
+// is refused (Sec-Fetch-Site, Origin), so a web page cannot drive a service
+// that has no tokens.
 package service
 
 import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,6 +38,9 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/skills"
 )
+
+// MaxConcurrentRuns bounds Config.MaxConcurrent.
+const MaxConcurrentRuns = 1 << 16
 
 // Defaults for Config's zero values.
 const (
@@ -91,6 +100,12 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if cfg.MaxConcurrent > MaxConcurrentRuns {
+		return nil, fmt.Errorf("service: MaxConcurrent %d: at most %d", cfg.MaxConcurrent, MaxConcurrentRuns)
+	}
+	if err := cfg.ExecLimits.Validate(); err != nil {
+		return nil, fmt.Errorf("service: ExecLimits: %w", err)
+	}
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = runtime.GOMAXPROCS(0)
 	}
@@ -123,7 +138,7 @@ func New(cfg Config) (*Service, error) {
 	mux.HandleFunc("POST /exec", s.exec)
 	mux.HandleFunc("GET /metrics", s.serveMetrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.fallback(mux, w, r) })
-	s.handler = s.recoverer(s.logged(s.authorized(mux)))
+	s.handler = s.recoverer(s.logged(s.sameOrigin(s.authorized(mux))))
 	return s, nil
 }
 
