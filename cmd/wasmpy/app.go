@@ -46,13 +46,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.As(err, &status):
 		return int(status)
 	case errors.As(err, &ee):
-		fmt.Fprintf(stderr, "wasmpy: %s\n", ee.msg)
+		fmt.Fprintf(stderr, "wasmpy: %s\n", clean(ee.msg))
 		return ee.code
 	case isUsage(err):
-		fmt.Fprintf(stderr, "wasmpy: %s\nRun 'wasmpy --help' for usage.\n", err)
+		fmt.Fprintf(stderr, "wasmpy: %s\nRun 'wasmpy --help' for usage.\n", clean(err.Error()))
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "%s\n", oneLine(err))
+		fmt.Fprintf(stderr, "%s\n", clean(oneLine(err)))
 		return exitWasmpy
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -177,16 +176,14 @@ func unwrap(err error) error {
 func report(c *cli.Context, res *wasmpy.Result) error {
 	w, ew := c.App.Writer, c.App.ErrWriter
 	if c.Bool("json") {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeIndented(w, res); err != nil {
 			return err
 		}
-	} else {
+	} else { // the script's own output, as python would print it
 		io.WriteString(w, res.Stdout)
 		io.WriteString(ew, res.Stderr)
 		if e := res.Error; e != nil && e.Kind != wasmpy.KindException && e.Kind != wasmpy.KindSyntax && e.Kind != wasmpy.KindExit {
-			fmt.Fprintf(ew, "wasmpy: %s\n", e.Message)
+			fmt.Fprintf(ew, "wasmpy: %s\n", clean(e.Message))
 		}
 	}
 	if res.ExitCode != 0 {

@@ -191,3 +191,34 @@ func TestExecFuel(t *testing.T) {
 	require.NotZero(t, r1.FuelUsed)
 	require.Equal(t, r1.FuelUsed, r2.FuelUsed)
 }
+
+// Every numeric limit out of range is a usage error (2) naming the flag,
+// never a wasmpy failure (125) from deeper down.
+func TestLimitFlagsOutOfRange(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"exec", "--fuel", "18446744073709551615", "-c", "1"}, `--fuel "18446744073709551615": want a whole number of fuel units from 0 (unlimited) to 9223372036854775807`},
+		{[]string{"exec", "--fuel", "9223372036854775808", "-c", "1"}, "--fuel"},
+		{[]string{"exec", "--fuel", "18446744073709551616", "-c", "1"}, "--fuel"},
+		{[]string{"exec", "--memory", "4294967297", "-c", "1"}, "at most 4GiB"},
+		{[]string{"exec", "--memory", "9223372036854775808", "-c", "1"}, "--memory"},
+		{[]string{"exec", "--timeout", "9999999999h", "-c", "1"}, "--timeout"},
+		{[]string{"exec", "--output-limit", "2GiB", "-c", "1"}, "--output-limit"},
+		{[]string{"exec", "--llm-max-calls", "-1", "-c", "1"}, "--llm-max-calls"},
+		{[]string{"exec", "--llm-max-tokens", "99999999999999999999", "-c", "1"}, "llm-max-tokens"},
+		{[]string{"serve", "--db", db, "--fuel", "18446744073709551615"}, "--fuel"},
+		{[]string{"serve", "--db", db, "--max-body", "9223372036854775808"}, "--max-body"},
+		{[]string{"serve", "--db", db, "--max-concurrent", "4611686018427387904"}, "--max-concurrent"},
+		{[]string{"serve", "--db", db, "--max-queue", "-2"}, "--max-queue"},
+		{[]string{"serve", "--db", db, "--request-timeout", "-1s"}, "--request-timeout"},
+		{[]string{"history", "--db", db, "--limit", "-1"}, "--limit"},
+	} {
+		code, out, errOut := wasmpyCLI(t, "", tc.args...)
+		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
+		require.Empty(t, out)
+		require.Contains(t, errOut, tc.msg, tc.args)
+	}
+}

@@ -119,12 +119,12 @@ func historyList(c *cli.Context) error {
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STARTED\tEXECUTION ID\tSKILL\tVERSION\tOUTCOME\tDURATION\tACTOR")
 	for _, r := range recs {
-		actor := r.ActorID
+		actor := clean(r.ActorID)
 		if r.ActorType != "" {
-			actor += " (" + r.ActorType + ")"
+			actor += " (" + clean(r.ActorType) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.ExecutionID,
-			skillName(r.Skill), r.Version, r.Outcome, ms(r.DurationMS), actor)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05"), clean(r.ExecutionID),
+			clean(skillName(r.Skill)), clean(r.Version), clean(r.Outcome), ms(r.DurationMS), actor)
 	}
 	return tw.Flush()
 }
@@ -205,7 +205,7 @@ func printRecord(w io.Writer, r *skills.Record) {
 		{"outputs_hash", r.OutputsHash},
 		{"interpreter", fmt.Sprintf("%s %s sha256:%s", r.Interpreter.Kind, r.Interpreter.Version, r.Interpreter.SHA256)},
 	} {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], clean(kv[1]))
 	}
 	tw.Flush()
 }
@@ -231,7 +231,7 @@ func statsAction(c *cli.Context) error {
 			outs = append(outs, fmt.Sprintf("%s=%d", o, n))
 		}
 		sort.Strings(outs)
-		fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%s\t%s\t%s\n", skillName(s.Skill), s.Total, 100*s.SuccessRate, ms(s.P50MS), ms(s.P95MS), strings.Join(outs, " "))
+		fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%s\t%s\t%s\n", clean(skillName(s.Skill)), s.Total, 100*s.SuccessRate, ms(s.P50MS), ms(s.P95MS), clean(strings.Join(outs, " ")))
 	}
 	return tw.Flush()
 }

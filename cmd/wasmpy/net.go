@@ -172,7 +172,7 @@ func netRunAction(c *cli.Context) error {
 		io.WriteString(c.App.Writer, res.Stdout)
 		io.WriteString(c.App.ErrWriter, res.Stderr)
 		if e := res.Error; e != nil && e.Kind != wasmpy.KindException && e.Kind != wasmpy.KindSyntax && e.Kind != wasmpy.KindExit {
-			fmt.Fprintf(c.App.ErrWriter, "wasmpy: %s\n", e.Message)
+			fmt.Fprintf(c.App.ErrWriter, "wasmpy: %s\n", clean(e.Message))
 		}
 	}
 	if err != nil {

@@ -58,8 +58,8 @@ func serveAction(c *cli.Context) error {
 		return usageErr("--log-format %q: want json or text", f)
 	}
 	maxBody, err := parseSize(c.String("max-body"))
-	if err != nil || maxBody == 0 {
-		return usageErr("--max-body %q: want a size such as 1MiB", c.String("max-body"))
+	if err != nil || maxBody == 0 || maxBody > 1<<30 {
+		return usageErr("--max-body %q: want a size from 1B to 1GiB, such as 1MiB", c.String("max-body"))
 	}
 	lim, err := limits(c)
 	if err != nil {
@@ -68,8 +68,11 @@ func serveAction(c *cli.Context) error {
 	if c.Duration("request-timeout") <= 0 || c.Duration("shutdown-timeout") <= 0 {
 		return usageErr("--request-timeout and --shutdown-timeout must be positive")
 	}
-	if c.Int("max-concurrent") < 0 {
-		return usageErr("--max-concurrent must not be negative")
+	if n := c.Int("max-concurrent"); n < 0 || n > service.MaxConcurrentRuns {
+		return usageErr("--max-concurrent %d: want 0 (the number of CPUs) to %d", n, service.MaxConcurrentRuns)
+	}
+	if n := c.Int("max-queue"); n < -1 {
+		return usageErr("--max-queue %d: want -1 (no queue), 0 (4 × --max-concurrent) or more", n)
 	}
 	tokens, err := readTokens(c.String("tokens-file"))
 	if err != nil {

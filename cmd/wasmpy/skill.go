@@ -115,7 +115,7 @@ func loadSkills(c *cli.Context, ex *skills.Executor, dir string) (*skills.Regist
 
 func warnProblems(w io.Writer, reg *skills.Registry) {
 	for _, p := range reg.Problems() {
-		fmt.Fprintf(w, "wasmpy: skipped a broken skill: %s\n", p)
+		fmt.Fprintf(w, "wasmpy: skipped a broken skill: %s\n", clean(p.String()))
 	}
 }
 
@@ -144,7 +144,7 @@ func skillList(c *cli.Context) error {
 		if s.NeedsApproval() {
 			approval = "required"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.Version, strings.Join(s.SafetyFlags, ","), approval, firstLine(s.Description, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clean(s.Name), clean(s.Version), clean(strings.Join(s.SafetyFlags, ",")), approval, clean(firstLine(s.Description, 60)))
 	}
 	return tw.Flush()
 }
@@ -155,12 +155,6 @@ func firstLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
-}
-
-func writeIndented(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // oneArg returns the command's one positional argument, and the context
@@ -256,10 +250,10 @@ func skillValidate(c *cli.Context) error {
 		}
 	} else {
 		for _, s := range reg.Skills() {
-			fmt.Fprintf(c.App.Writer, "ok      %s %s (%s)\n", s.Name, s.Version, s.Dir)
+			fmt.Fprintf(c.App.Writer, "ok      %s %s (%s)\n", clean(s.Name), clean(s.Version), clean(s.Dir))
 		}
 		for _, p := range reg.Problems() {
-			fmt.Fprintf(c.App.Writer, "broken  %s\n", p)
+			fmt.Fprintf(c.App.Writer, "broken  %s\n", clean(p.String()))
 		}
 	}
 	if n := len(reg.Problems()); n > 0 {
@@ -317,7 +311,7 @@ func skillRun(c *cli.Context) error {
 			return err
 		}
 	} else {
-		io.WriteString(ew, x.Result.Stderr)
+		io.WriteString(ew, cleanText(x.Result.Stderr))
 		if x.Error == nil {
 			var out any
 			json.Unmarshal(x.Result.Result, &out)
