@@ -12,9 +12,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -46,21 +48,33 @@ type Problem struct {
 func (p Problem) String() string { return p.Path + ": " + p.Reason }
 
 // Registry is a set of loaded skills, by name, and the problems of the ones
-// that did not load. It is immutable, so safe for concurrent use.
+// that did not load. It is safe for concurrent use. Start returns it while
+// the skills are still being checked: each appears as soon as it passes, so
+// a slow or broken skill never holds up the others.
 type Registry struct {
+	done chan struct{} // closed when loading is over
+
+	mu       sync.RWMutex
 	skills   map[string]*Skill
-	names    []string
-	problems []Problem
+	names    []string       // sorted
+	problems []Problem      // sorted by path
+	pending  map[string]int // by name: the directories still being checked
+	groups   map[string][]*Skill
+	err      error // why loading stopped early
 }
 
 // Get returns the skill called name.
 func (r *Registry) Get(name string) (*Skill, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	s, ok := r.skills[name]
 	return s, ok
 }
 
 // Skills returns the loaded skills, sorted by name.
 func (r *Registry) Skills() []*Skill {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	out := make([]*Skill, len(r.names))
 	for i, n := range r.names {
 		out[i] = r.skills[n]
@@ -70,7 +84,46 @@ func (r *Registry) Skills() []*Skill {
 
 // Problems lists why each broken skill did not load: every reason, with the
 // path of the file at fault, sorted by path.
-func (r *Registry) Problems() []Problem { return slices.Clone(r.problems) }
+func (r *Registry) Problems() []Problem {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return slices.Clone(r.problems)
+}
+
+// Pending returns the names of the skills still being checked, sorted.
+func (r *Registry) Pending() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.pending))
+	for n := range r.pending {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Loading reports whether a skill called name is still being checked.
+func (r *Registry) Loading(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.pending[name] > 0
+}
+
+// Wait waits until every skill is loaded or refused, or ctx is done. The
+// error is ctx's, or the one that stopped loading early (Start's ctx done).
+func (r *Registry) Wait(ctx context.Context) error {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.err
+}
+
+// DefaultSkillTimeout is LoadOptions.SkillTimeout's default.
+const DefaultSkillTimeout = 10 * time.Second
 
 // LoadOptions configure Load.
 type LoadOptions struct {
@@ -84,10 +137,23 @@ type LoadOptions struct {
 	// AllowExternalCalls lets skills flagged external_call load: set it when
 	// the executor's sandbox has an LLM endpoint for ask_llm.
 	AllowExternalCalls bool
+	// SkillTimeout bounds the check of one skill's handler; a skill whose
+	// check takes longer is refused. 0 means DefaultSkillTimeout.
+	SkillTimeout time.Duration
 }
 
 // LoadDir loads every skill in the subdirectories of dir; see Load.
 func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Registry, error) {
+	r, err := StartDir(ctx, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.Wait(ctx)
+}
+
+// StartDir starts loading the skills in the subdirectories of dir; see
+// Start.
+func StartDir(ctx context.Context, dir string, opts LoadOptions) (*Registry, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("skills: %w", err)
@@ -98,123 +164,212 @@ func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Registry, erro
 	if opts.Root == "" {
 		opts.Root = dir
 	}
-	return Load(ctx, os.DirFS(dir), opts)
+	return Start(ctx, os.DirFS(dir), opts)
 }
 
 // Load loads every skill in the top-level directories of fsys (directories
-// whose names start with "." or "_" are skipped). Each is checked whole:
-// skill.yaml's fields and types, both schemas compile, the handler parses
-// and defines its function, names are unique. A broken skill is left out
-// and its problems recorded; the error is only for a directory that cannot
-// be read at all, or a checker that cannot run.
+// whose names start with "." or "_" are skipped), and returns when each is
+// loaded or refused. Each is checked whole: skill.yaml's fields and types,
+// both schemas compile within their bounds, the handler parses and defines
+// its function, names are unique. A broken skill is left out and its
+// problems recorded; the error is for a directory that cannot be read at
+// all, or ctx done before the end.
 func Load(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Registry, error) {
+	r, err := Start(ctx, fsys, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r, r.Wait(ctx)
+}
+
+// Start reads every skill.yaml in fsys's top-level directories and returns;
+// the rest of Load's checks go on in the background, a few skills at a time,
+// each bounded: its files by size and shape, its handler's check by
+// LoadOptions.SkillTimeout. A skill appears in the registry when it passes
+// (Pending lists the names still being checked); Wait waits for the end.
+// Until ctx is done, that is: then loading stops.
+func Start(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Registry, error) {
 	if opts.Checker == nil {
 		return nil, errors.New("skills: LoadOptions.Checker is required")
+	}
+	if opts.SkillTimeout <= 0 {
+		opts.SkillTimeout = DefaultSkillTimeout
 	}
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("skills: %w", err)
 	}
-	where := func(elem ...string) string {
-		return filepath.Join(append([]string{opts.Root}, elem...)...)
-	}
-	var loaded []*Skill
-	var problems []Problem
+	l := &loader{fsys: fsys, opts: opts, r: &Registry{done: make(chan struct{}), skills: map[string]*Skill{},
+		pending: map[string]int{}, groups: map[string][]*Skill{}}}
+	var todo []candidate
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
 			continue
 		}
-		s, probs := loadOne(fsys, e.Name(), where, opts)
-		if len(probs) > 0 {
-			problems = append(problems, probs...)
-			continue
+		c := l.readManifest(e.Name())
+		if c.decoded {
+			l.r.pending[c.skill.Name]++
 		}
-		loaded = append(loaded, s)
+		todo = append(todo, c)
 	}
-	loaded, probs, err := checkHandlers(ctx, opts.Checker, loaded, where)
-	if err != nil {
-		return nil, err
-	}
-	problems = append(problems, probs...)
-
-	byName := map[string][]*Skill{}
-	for _, s := range loaded {
-		byName[s.Name] = append(byName[s.Name], s)
-	}
-	r := &Registry{skills: map[string]*Skill{}}
-	for name, ss := range byName {
-		if len(ss) > 1 { // ambiguous: serve none of them
-			for _, s := range ss {
-				var others []string
-				for _, o := range ss {
-					if o != s {
-						others = append(others, where(o.Dir))
-					}
-				}
-				problems = append(problems, Problem{Path: where(s.Dir, ManifestFile), Skill: name,
-					Reason: fmt.Sprintf("name %q is also used by %s", name, strings.Join(others, ", "))})
-			}
-			continue
-		}
-		r.skills[name] = ss[0]
-		r.names = append(r.names, name)
-	}
-	sort.Strings(r.names)
-	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Path < problems[j].Path })
-	r.problems = problems
-	// Dir becomes the path users recognise.
-	for _, s := range r.skills {
-		s.Dir = where(s.Dir)
-	}
-	return r, nil
+	go l.run(ctx, todo)
+	return l.r, nil
 }
 
-// loadOne reads and checks one skill directory, short of its handler's
-// Python. s.Dir is the directory's name in fsys.
-func loadOne(fsys fs.FS, dir string, where func(...string) string, opts LoadOptions) (*Skill, []Problem) {
-	s := &Skill{Dir: dir}
-	var probs []Problem
-	fail := func(file, format string, args ...any) {
-		probs = append(probs, Problem{Path: where(dir, file), Skill: s.Name, Reason: fmt.Sprintf(format, args...)})
+// loader loads one registry.
+type loader struct {
+	fsys fs.FS
+	opts LoadOptions
+	r    *Registry
+}
+
+// candidate is a skill directory on its way through the checks.
+type candidate struct {
+	skill    *Skill // Dir is the directory's name in fsys
+	decoded  bool   // skill.yaml decoded, so the skill has a name and a handler to check
+	problems []Problem
+}
+
+// where names a file of the skills directory as users know it.
+func (l *loader) where(elem ...string) string {
+	return filepath.Join(append([]string{l.opts.Root}, elem...)...)
+}
+
+func (c *candidate) fail(l *loader, file, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Path: l.where(c.skill.Dir, file), Skill: c.skill.Name, Reason: fmt.Sprintf(format, args...)})
+}
+
+// run checks the candidates on a few workers, and closes r.done.
+func (l *loader) run(ctx context.Context, todo []candidate) {
+	defer close(l.r.done)
+	work := make(chan candidate)
+	var wg sync.WaitGroup
+	for range max(2, runtime.GOMAXPROCS(0)) {
+		wg.Go(func() {
+			for c := range work {
+				l.check(ctx, &c)
+				l.finish(c)
+			}
+		})
 	}
-	raw, err := readCapped(fsys, path.Join(dir, ManifestFile), maxManifestBytes)
+	for _, c := range todo {
+		select {
+		case work <- c:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	if ctx.Err() != nil {
+		l.r.mu.Lock()
+		l.r.err = fmt.Errorf("skills: loading: %w", ctx.Err())
+		clear(l.r.pending)
+		l.r.mu.Unlock()
+	}
+}
+
+// readManifest reads and checks a directory's skill.yaml.
+func (l *loader) readManifest(dir string) candidate {
+	c := candidate{skill: &Skill{Dir: dir}}
+	raw, err := readCapped(l.fsys, path.Join(dir, ManifestFile), maxManifestBytes)
 	if err != nil {
-		fail(ManifestFile, "%v", err)
-		return nil, probs
+		c.fail(l, ManifestFile, "%v", err)
+		return c
+	}
+	if err := checkShape(raw); err != nil {
+		c.fail(l, ManifestFile, "%v", err)
+		return c
 	}
 	var m manifest
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil {
 		if errors.Is(err, io.EOF) {
-			fail(ManifestFile, "empty")
+			c.fail(l, ManifestFile, "empty")
 		} else {
-			fail(ManifestFile, "%s", yamlReason(err))
+			c.fail(l, ManifestFile, "%s", yamlReason(err))
 		}
-		return nil, probs
+		return c
 	}
-	for _, reason := range m.check(s, opts) {
-		fail(ManifestFile, "%s", reason)
+	c.decoded = true
+	for _, reason := range m.check(c.skill, l.opts) {
+		c.fail(l, ManifestFile, "%s", reason)
 	}
+	return c
+}
 
-	if raw, err := readCapped(fsys, path.Join(dir, SchemaFile), maxSchemaBytes); err != nil {
-		fail(SchemaFile, "%v", err)
+// check does the rest: the schemas, the handler's source, and (if all
+// else is well) the handler itself.
+func (l *loader) check(ctx context.Context, c *candidate) {
+	s := c.skill
+	if !c.decoded {
+		return // nothing else to go by
+	}
+	if raw, err := readCapped(l.fsys, path.Join(s.Dir, SchemaFile), maxSchemaBytes); err != nil {
+		c.fail(l, SchemaFile, "%v", err)
 	} else {
 		for _, reason := range s.loadSchemas(raw) {
-			fail(SchemaFile, "%s", reason)
+			c.fail(l, SchemaFile, "%s", reason)
 		}
 	}
-
 	if s.module != "" {
 		file := s.module + ".py"
-		src, err := readCapped(fsys, path.Join(dir, file), maxSourceBytes)
+		src, err := readCapped(l.fsys, path.Join(s.Dir, file), maxSourceBytes)
 		if err != nil {
-			fail(file, "%v (handler %q)", err, s.Handler)
+			c.fail(l, file, "%v (handler %q)", err, s.Handler)
 		} else {
 			s.Source, s.CodeHash = string(src), HashBytes(src)
 		}
 	}
-	return s, probs
+	if len(c.problems) > 0 || ctx.Err() != nil {
+		return
+	}
+	for _, reason := range l.checkHandler(ctx, s) {
+		c.fail(l, s.module+".py", "%s", reason)
+	}
+}
+
+// finish records how c went. Skills sharing a name are decided together,
+// once the last of them is checked: one that passed is served only if it
+// is the only one that did.
+func (l *loader) finish(c candidate) {
+	r := l.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.problems = append(r.problems, c.problems...)
+	defer func() { sort.SliceStable(r.problems, func(i, j int) bool { return r.problems[i].Path < r.problems[j].Path }) }()
+	name := c.skill.Name
+	if !c.decoded || r.pending[name] == 0 { // no name, or loading was stopped
+		return
+	}
+	if len(c.problems) == 0 {
+		r.groups[name] = append(r.groups[name], c.skill)
+	}
+	if r.pending[name]--; r.pending[name] > 0 {
+		return
+	}
+	delete(r.pending, name)
+	ss := r.groups[name]
+	delete(r.groups, name)
+	switch {
+	case len(ss) == 1:
+		s := ss[0]
+		s.Dir = l.where(s.Dir) // the path users recognise
+		r.skills[name] = s
+		i, _ := slices.BinarySearch(r.names, name)
+		r.names = slices.Insert(r.names, i, name)
+	case len(ss) > 1: // ambiguous: serve none of them
+		for _, s := range ss {
+			var others []string
+			for _, o := range ss {
+				if o != s {
+					others = append(others, l.where(o.Dir))
+				}
+			}
+			r.problems = append(r.problems, Problem{Path: l.where(s.Dir, ManifestFile), Skill: name,
+				Reason: fmt.Sprintf("name %q is also used by %s", name, strings.Join(others, ", "))})
+		}
+	}
 }
 
 // loadSchemas compiles schema.json: {"input": <schema>, "output": <schema>}.
@@ -319,78 +474,29 @@ type handlerInfo struct {
 	Kwargs   bool     `json:"kwargs"`
 }
 
-// checkHandlers parses every handler in one sandbox run and checks each
-// function's parameters against its input schema. If the batch run fails
-// (a source that crashes the parser, say), each handler is checked alone,
-// so one hostile file cannot keep the others from loading.
-func checkHandlers(ctx context.Context, sb *wasmpy.Sandbox, ss []*Skill, where func(...string) string) ([]*Skill, []Problem, error) {
-	if len(ss) == 0 {
-		return nil, nil, nil
-	}
-	infos, err := runChecker(ctx, sb, ss)
+// checkHandler parses s's handler in a sandbox run of its own, bounded by
+// SkillTimeout, and checks the function's parameters against the input
+// schema. It lists what is wrong.
+func (l *loader) checkHandler(ctx context.Context, s *Skill) []string {
+	in, err := json.Marshal([]map[string]string{{"filename": s.module + ".py", "source": s.Source, "function": s.fn}})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("skills: checking handlers: %w", ctx.Err())
-		}
-		if len(ss) == 1 {
-			infos = []handlerInfo{{Error: "the checker could not parse it: " + err.Error()}}
-		} else {
-			infos = make([]handlerInfo, len(ss))
-			for i, s := range ss {
-				one, err := runChecker(ctx, sb, []*Skill{s})
-				switch {
-				case ctx.Err() != nil:
-					return nil, nil, fmt.Errorf("skills: checking handlers: %w", ctx.Err())
-				case err != nil:
-					infos[i] = handlerInfo{Error: "the checker could not parse it: " + err.Error()}
-				default:
-					infos[i] = one[0]
-				}
-			}
-		}
+		return []string{err.Error()}
 	}
-	var good []*Skill
-	var probs []Problem
-	for i, s := range ss {
-		reasons := signatureProblems(s, infos[i])
-		for _, r := range reasons {
-			probs = append(probs, Problem{Path: where(s.Dir, s.module+".py"), Skill: s.Name, Reason: r})
-		}
-		if len(reasons) == 0 {
-			good = append(good, s)
-		}
-	}
-	return good, probs, nil
-}
-
-// runChecker runs check_handlers.py over ss.
-func runChecker(ctx context.Context, sb *wasmpy.Sandbox, ss []*Skill) ([]handlerInfo, error) {
-	type item struct {
-		Filename string `json:"filename"`
-		Source   string `json:"source"`
-		Function string `json:"function"`
-	}
-	items := make([]item, len(ss))
-	for i, s := range ss {
-		items[i] = item{Filename: s.module + ".py", Source: s.Source, Function: s.fn}
-	}
-	in, err := json.Marshal(items)
-	if err != nil {
-		return nil, err
-	}
-	res, err := sb.Run(ctx, wasmpy.Job{Code: checkHandlersPy, Filename: "<check_handlers>", Stdin: in,
-		Limits: wasmpy.Limits{Timeout: time.Minute, Memory: 512 << 20, Output: 64 << 20}})
-	if err != nil {
-		return nil, err
-	}
-	if res.Error != nil {
-		return nil, fmt.Errorf("%s: %s", res.Error.Kind, res.Error.Message)
+	res, err := l.opts.Checker.Run(ctx, wasmpy.Job{Code: checkHandlersPy, Filename: "<check_handlers>", Stdin: in,
+		Limits: wasmpy.Limits{Timeout: l.opts.SkillTimeout, Memory: 256 << 20, Output: 1 << 20}})
+	switch {
+	case err != nil:
+		return []string{"the checker could not run: " + err.Error()}
+	case res.Error != nil && res.Error.Kind == wasmpy.KindTimeout:
+		return []string{fmt.Sprintf("checking the handler took longer than %v (the limit per skill)", l.opts.SkillTimeout)}
+	case res.Error != nil:
+		return []string{fmt.Sprintf("the checker could not parse it: %s: %s", res.Error.Kind, res.Error.Message)}
 	}
 	var infos []handlerInfo
-	if err := json.Unmarshal([]byte(res.Stdout), &infos); err != nil || len(infos) != len(ss) {
-		return nil, fmt.Errorf("unexpected report %.200q", res.Stdout)
+	if err := json.Unmarshal([]byte(res.Stdout), &infos); err != nil || len(infos) != 1 {
+		return []string{fmt.Sprintf("the checker could not parse it: unexpected report %.200q", res.Stdout)}
 	}
-	return infos, nil
+	return signatureProblems(s, infos[0])
 }
 
 // signatureProblems says where the handler and its input schema disagree,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -242,4 +243,65 @@ func TestLoadHostileHandler(t *testing.T) {
 	require.Len(t, reg.Problems(), 1)
 	require.Equal(t, filepath.Join(dir, "hostile", "handler.py"), reg.Problems()[0].Path)
 	t.Log(reg.Problems()[0].Reason)
+}
+
+// Issue 11: one broken skill kept the others (and the service) waiting for
+// minutes. Each costs bounded time now, and a good skill is served while a
+// slow one is still being checked.
+func TestLoadIsBoundedPerSkill(t *testing.T) {
+	dir := t.TempDir()
+	writeSkill(t, filepath.Join(dir, "good"), goodSkill("good"))
+	deep := goodSkill("deep") // 39 KB: compiled for more than 15 s
+	deep["schema.json"] = `{"input": {"type": "object", "additionalProperties": false, "properties": {"x": ` +
+		strings.Repeat(`{"items": `, 4000) + "{}" + strings.Repeat("}", 4000) + `}, "required": ["x"]}, "output": {}}`
+	writeSkill(t, filepath.Join(dir, "deep"), deep)
+	dupKeys := goodSkill("dupkeys") // 64 KB: yaml.v3 took minutes
+	dupKeys["skill.yaml"] += strings.Repeat("k: v\n", 13000)
+	writeSkill(t, filepath.Join(dir, "dupkeys"), dupKeys)
+	aliases := goodSkill("aliases")
+	aliases["skill.yaml"] += "x: &a [t,t,t,t,t,t,t,t,t]\ny: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nz: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+	writeSkill(t, filepath.Join(dir, "aliases"), aliases)
+	slow := goodSkill("slow") // parses for tens of seconds
+	slow["handler.py"] = goodHandler + strings.Repeat("x = [1, 2, 3]\n", 70000)
+	writeSkill(t, filepath.Join(dir, "slow"), slow)
+
+	start := time.Now()
+	reg, err := skills.StartDir(context.Background(), dir, skills.LoadOptions{Checker: testExecutor(t).Checker(), SkillTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok := reg.Get("good"); return ok }, 4*time.Second, 10*time.Millisecond,
+		"the good skill is served without waiting for the others")
+	require.True(t, reg.Loading("slow"), "the slow one is still being checked")
+	require.Equal(t, []string{"slow"}, reg.Pending())
+
+	require.NoError(t, reg.Wait(context.Background()))
+	took := time.Since(start)
+	t.Logf("loaded in %v", took)
+	require.Less(t, took, 20*time.Second)
+	require.Empty(t, reg.Pending())
+	require.False(t, reg.Loading("slow"))
+	require.Len(t, reg.Skills(), 1)
+	byPath := map[string]string{}
+	for _, p := range reg.Problems() {
+		byPath[p.Path] = p.Reason
+	}
+	require.Len(t, byPath, 4, "%v", reg.Problems())
+	require.Contains(t, byPath[filepath.Join(dir, "deep", "schema.json")], "input: nested deeper than 64 levels")
+	require.Contains(t, byPath[filepath.Join(dir, "deep", "schema.json")], "the limit for a schema")
+	require.Equal(t, `line 7: key "k" given twice`, byPath[filepath.Join(dir, "dupkeys", "skill.yaml")])
+	require.Equal(t, "line 7: YAML aliases are not allowed in a manifest", byPath[filepath.Join(dir, "aliases", "skill.yaml")])
+	require.Equal(t, "checking the handler took longer than 5s (the limit per skill)", byPath[filepath.Join(dir, "slow", "handler.py")])
+}
+
+// Loading stops when its ctx is done, and says so.
+func TestLoadCanceled(t *testing.T) {
+	dir := t.TempDir()
+	slow := goodSkill("slow")
+	slow["handler.py"] = goodHandler + strings.Repeat("x = [1, 2, 3]\n", 70000)
+	writeSkill(t, filepath.Join(dir, "slow"), slow)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := skills.LoadDir(ctx, dir, skills.LoadOptions{Checker: testExecutor(t).Checker()})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 5*time.Second)
 }

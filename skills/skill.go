@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/internal/jsonschema"
 )
@@ -145,6 +147,54 @@ type manifest struct {
 		Memory  string `yaml:"memory"`  // bytes, or 64MiB, 1GiB...
 		Fuel    uint64 `yaml:"fuel"`
 	} `yaml:"limits"`
+}
+
+// Bounds on skill.yaml's shape, far beyond what a manifest needs.
+const (
+	maxManifestNodes = 1000
+	maxManifestDepth = 8
+)
+
+// checkShape refuses what would make decoding skill.yaml slow before the
+// strict decoder sees it: yaml.v3 takes time quadratic in a mapping's
+// repeated keys to report them (10 KB took 8 s), and aliases can expand a
+// small document into a huge one. A manifest needs neither, nor many nodes.
+// A document that does not parse is left for the decoder to report.
+func checkShape(raw []byte) error {
+	var doc yaml.Node
+	if yaml.Unmarshal(raw, &doc) != nil {
+		return nil
+	}
+	nodes := 0
+	var walk func(n *yaml.Node, depth int) error
+	walk = func(n *yaml.Node, depth int) error {
+		if nodes++; nodes > maxManifestNodes {
+			return fmt.Errorf("more than %d YAML nodes (the limit for a manifest)", maxManifestNodes)
+		}
+		switch {
+		case depth > maxManifestDepth:
+			return fmt.Errorf("line %d: nested deeper than %d (the limit for a manifest)", n.Line, maxManifestDepth)
+		case n.Kind == yaml.AliasNode:
+			return fmt.Errorf("line %d: YAML aliases are not allowed in a manifest", n.Line)
+		case n.Kind == yaml.MappingNode:
+			seen := map[string]bool{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if k := n.Content[i]; k.Kind == yaml.ScalarNode {
+					if seen[k.Value] {
+						return fmt.Errorf("line %d: key %q given twice", k.Line, k.Value)
+					}
+					seen[k.Value] = true
+				}
+			}
+		}
+		for _, c := range n.Content {
+			if err := walk(c, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(&doc, 0)
 }
 
 var (
