@@ -337,7 +337,9 @@ func (l *loader) finish(c candidate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.problems = append(r.problems, c.problems...)
-	defer func() { sort.SliceStable(r.problems, func(i, j int) bool { return r.problems[i].Path < r.problems[j].Path }) }()
+	defer func() {
+		sort.SliceStable(r.problems, func(i, j int) bool { return r.problems[i].Path < r.problems[j].Path })
+	}()
 	name := c.skill.Name
 	if !c.decoded || r.pending[name] == 0 { // no name, or loading was stopped
 		return
