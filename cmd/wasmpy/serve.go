@@ -97,13 +97,22 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	defer ex.Close(c.Context)
-	reg, err := loadSkills(c, ex, c.String("skills"))
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	reg, err := startSkills(ctx, c, ex, c.String("skills"))
 	if err != nil {
 		return err
 	}
-	for _, p := range reg.Problems() {
-		log.Warn("skipped a broken skill", "path", p.Path, "skill", p.Skill, "reason", p.Reason)
-	}
+	go func() { // the service answers while the skills load
+		start := time.Now()
+		if reg.Wait(ctx) != nil {
+			return
+		}
+		for _, p := range reg.Problems() {
+			log.Warn("skipped a broken skill", "path", p.Path, "skill", p.Skill, "reason", p.Reason)
+		}
+		log.Info("skills loaded", "skills", len(reg.Skills()), "broken", len(reg.Problems()), "seconds", time.Since(start).Seconds())
+	}()
 	if ex.Interpreter().Kind != assets.Wasmpy {
 		log.Warn("skills need the wasmpy interpreter build for submit_result; with this one every run fails (make interpreter)",
 			"interpreter", ex.Interpreter().Kind)
@@ -116,9 +125,7 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log.Info("listening", "addr", ln.Addr().String(), "skills", len(reg.Skills()), "broken", len(reg.Problems()),
+	log.Info("listening", "addr", ln.Addr().String(), "loading_skills", len(reg.Pending()),
 		"db", st.Path(), "auth", len(tokens) > 0, "exec", c.Bool("enable-exec"), "interpreter", ex.Interpreter().Kind)
 	if err := svc.Serve(ctx, ln, c.Duration("shutdown-timeout")); err != nil {
 		return &exitError{code: exitWasmpy, msg: fmt.Sprintf("serve: %v", err)}

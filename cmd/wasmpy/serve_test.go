@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,9 +34,21 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// serveCLI starts `wasmpy serve` in-process on a free port and returns its
-// base URL, its log, and a function that stops it and returns its status.
+// serveCLI starts `wasmpy serve` in-process on a free port, waits until its
+// skills are loaded, and returns its base URL, its log, and a function that
+// stops it and returns its status.
 func serveCLI(t *testing.T, args ...string) (string, *lockedBuffer, func() int) {
+	t.Helper()
+	url, logs, stop := serveCLINow(t, args...)
+	require.Eventually(t, func() bool {
+		_, health := httpDo(t, "GET", url+"/health", "")
+		return health["loading_skills"] == 0.0
+	}, time.Minute, 20*time.Millisecond)
+	return url, logs, stop
+}
+
+// serveCLINow is serveCLI without waiting for the skills.
+func serveCLINow(t *testing.T, args ...string) (string, *lockedBuffer, func() int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs := &lockedBuffer{}
@@ -157,4 +170,50 @@ func TestServeBadFlags(t *testing.T) {
 		require.Equal(t, exitUsage, code, "%v: %s", tc.args, errOut)
 		require.Contains(t, errOut, tc.msg)
 	}
+}
+
+// A skill that takes long to check, or is broken, delays neither /health
+// nor the other skills (issue 11: a deep schema kept /health silent for a
+// minute).
+func TestServeAnswersWhileSkillsLoad(t *testing.T) {
+	requireCapabilities(t)
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(testSkills)))
+	slow := filepath.Join(dir, "slow")
+	require.NoError(t, os.MkdirAll(slow, 0o755))
+	os.WriteFile(filepath.Join(slow, "skill.yaml"), []byte("name: slow\nversion: 1.0.0\ndescription: parses for long\nhandler: handler.run\nsafety_flags: [none]\n"), 0o644)
+	os.WriteFile(filepath.Join(slow, "schema.json"), []byte(`{"input": {"type": "object", "additionalProperties": false}, "output": {}}`), 0o644)
+	os.WriteFile(filepath.Join(slow, "handler.py"), []byte("def run():\n    pass\n"+strings.Repeat("x = [1, 2, 3]\n", 70000)), 0o644)
+	deep := filepath.Join(dir, "deep")
+	require.NoError(t, os.CopyFS(deep, os.DirFS(slow)))
+	os.WriteFile(filepath.Join(deep, "skill.yaml"), []byte("name: deep\nversion: 1.0.0\ndescription: a deep schema\nhandler: handler.run\nsafety_flags: [none]\n"), 0o644)
+	os.WriteFile(filepath.Join(deep, "schema.json"), []byte(`{"input": {"type": "object", "additionalProperties": false}, "output": `+
+		strings.Repeat(`{"items": `, 5000)+"{}"+strings.Repeat("}", 5000)+`}`), 0o644)
+
+	start := time.Now()
+	url, logs, stop := serveCLINow(t, "--skills", dir, "--db", filepath.Join(t.TempDir(), "p.db"))
+	code, health := httpDo(t, "GET", url+"/health", "")
+	require.Equal(t, 200, code)
+	require.Less(t, time.Since(start), 5*time.Second, "/health answers at once")
+	require.NotZero(t, health["loading_skills"], "%v", health)
+
+	require.Eventually(t, func() bool {
+		code, _ := httpDo(t, "POST", url+"/skills/echo/execute", `{"args": {"message": "early"}}`)
+		return code == 200
+	}, 5*time.Second, 20*time.Millisecond, "a good skill is served while the slow one is checked")
+	code, body := httpDo(t, "POST", url+"/skills/slow/execute", `{}`)
+	require.Equal(t, 503, code, "%v", body)
+	require.Equal(t, "loading", body["error"].(map[string]any)["code"])
+
+	require.Eventually(t, func() bool {
+		_, health := httpDo(t, "GET", url+"/health", "")
+		return health["loading_skills"] == 0.0
+	}, time.Minute, 50*time.Millisecond)
+	code, body = httpDo(t, "POST", url+"/skills/slow/execute", `{}`)
+	require.Equal(t, 404, code, "refused once its check ran out of time: %v", body)
+	code, _ = httpDo(t, "POST", url+"/skills/deep/execute", `{}`)
+	require.Equal(t, 404, code)
+	require.Equal(t, 0, stop())
+	require.Contains(t, logs.String(), "took longer than 10s (the limit per skill)")
+	require.Contains(t, logs.String(), "output: nested deeper than 64 levels")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,17 +96,28 @@ func newExecutor(c *cli.Context, st *store.Store, lim wasmpy.Limits) (*skills.Ex
 	return ex, nil
 }
 
-// loadSkills loads --skills (or the built-in examples), warning about each
-// broken skill on stderr.
+// loadSkills loads --skills (or the built-in examples).
 func loadSkills(c *cli.Context, ex *skills.Executor, dir string) (*skills.Registry, error) {
+	reg, err := startSkills(c.Context, c, ex, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Wait(c.Context); err != nil {
+		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(err.Error(), "skills: ")}
+	}
+	return reg, nil
+}
+
+// startSkills starts loading --skills (or the built-in examples).
+func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dir string) (*skills.Registry, error) {
 	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls()}
 	var reg *skills.Registry
 	var err error
 	if dir == "" {
 		opts.Root = "(built-in)"
-		reg, err = skills.Load(c.Context, skills.Examples(), opts)
+		reg, err = skills.Start(ctx, skills.Examples(), opts)
 	} else {
-		reg, err = skills.LoadDir(c.Context, dir, opts)
+		reg, err = skills.StartDir(ctx, dir, opts)
 	}
 	if err != nil {
 		return nil, usageErr("%s", strings.TrimPrefix(err.Error(), "skills: "))

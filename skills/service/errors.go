@@ -26,6 +26,7 @@ const (
 	CodeBusy                 = "busy"
 	CodeInternal             = "internal"
 	CodeCanceled             = "canceled"
+	CodeLoading              = "loading"
 )
 
 // statusOf maps every code to its HTTP status.
@@ -48,6 +49,7 @@ var statusOf = map[string]int{
 	skills.CodeRunFailed:        http.StatusBadGateway,
 	skills.CodeTimeout:          http.StatusGatewayTimeout,
 	CodeCanceled:                http.StatusServiceUnavailable,
+	CodeLoading:                 http.StatusServiceUnavailable,
 }
 
 // errorBody is every error response: {"error": {...}}, maybe with the run.
@@ -74,7 +76,7 @@ func (s *Service) failWith(w http.ResponseWriter, r *http.Request, body errorBod
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	if status == http.StatusTooManyRequests {
+	if body.Error.Code == CodeBusy || body.Error.Code == CodeLoading {
 		w.Header().Set("Retry-After", "1")
 	}
 	s.writeJSON(w, status, body)

@@ -19,6 +19,7 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) {
 		"status":         "ok",
 		"skills":         len(s.cfg.Registry.Skills()),
 		"broken_skills":  len(s.cfg.Registry.Problems()),
+		"loading_skills": len(s.cfg.Registry.Pending()),
 		"interpreter":    s.cfg.Executor.Interpreter(),
 		"in_flight":      len(s.slots),
 		"queued":         len(s.queue),
@@ -38,7 +39,11 @@ func (s *Service) skill(w http.ResponseWriter, r *http.Request) (*skills.Skill, 
 	name := r.PathValue("name")
 	info(r).skill = name
 	sk, ok := s.cfg.Registry.Get(name)
-	if !ok {
+	switch {
+	case ok:
+	case s.cfg.Registry.Loading(name):
+		s.fail(w, r, CodeLoading, fmt.Sprintf("skill %q is still being loaded; retry shortly", name))
+	default:
 		s.fail(w, r, CodeUnknownSkill, fmt.Sprintf("no skill %q (GET /skills lists them)", name))
 	}
 	return sk, ok

@@ -16,7 +16,8 @@
 // body_too_large 413, unsupported_media_type 415, invalid_input 422 (with
 // "pointer", the first failing JSON pointer, and "violations"), busy 429,
 // internal 500 (never with a stack trace), invalid_output and run_failed
-// 502, timeout 504.
+// 502, loading 503 (a skill still being checked: the service answers while
+// its Registry loads), timeout 504.
 //
 // A POST body must be application/json, and a browser's cross-origin POST
 // is refused (Sec-Fetch-Site, Origin), so a web page cannot drive a service
@@ -54,6 +55,8 @@ const RequestTimeoutHeader = "X-Request-Timeout-Ms"
 
 // Config configures a Service.
 type Config struct {
+	// Registry is the skills served; it may still be loading (skills.Start),
+	// and the service answers meanwhile.
 	Registry *skills.Registry
 	// Executor runs the skills, records their provenance, and looks it up
 	// for GET /executions/{id}.
