@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -168,4 +169,34 @@ func TestSkillRun(t *testing.T) {
 	code, _, errOut = wasmpyCLI(t, "", "skill", "run", "needs_approval", "--approve", "--skills", testSkills, "--db", db, "--args", `{"target": "t"}`)
 	require.Equal(t, 0, code, errOut)
 	require.True(t, strings.HasPrefix(errOut, "provenance: "), errOut)
+}
+
+// Issue 11's hostile skill inputs: a 39 KB schema that kept `skill
+// validate` busy past 15 s, a directory name that is an escape sequence,
+// and arguments with a lone surrogate.
+func TestSkillHostileInputs(t *testing.T) {
+	requireCapabilities(t)
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join(testSkills, "echo"))))
+	bad := filepath.Join(t.TempDir(), "skills")
+	require.NoError(t, os.CopyFS(filepath.Join(bad, "deep"), os.DirFS(dir)))
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "deep", "schema.json"), []byte(`{"input": {"type": "object"}, "output": `+
+		strings.Repeat(`{"items": `, 4000)+"{}"+strings.Repeat("}", 4000)+`}`), 0o644))
+	require.NoError(t, os.CopyFS(filepath.Join(bad, "evil\x1b]0;PWNED\x07"), os.DirFS(dir)))
+	start := time.Now()
+	code, out, errOut := wasmpyCLI(t, "", "skill", "validate", bad)
+	require.Equal(t, 1, code, errOut)
+	require.Less(t, time.Since(start), 10*time.Second)
+	require.Contains(t, out, filepath.Join(bad, "deep", "schema.json")+": output: nested deeper than 64 levels")
+	require.True(t, plain(out+errOut, true), "%q", out+errOut)
+	require.Contains(t, out, `evil\x1b]0;PWNED\x07`)
+
+	code, _, errOut = wasmpyCLI(t, "", "skill", "run", "echo", "--skills", testSkills, "--db", filepath.Join(t.TempDir(), "p.db"),
+		"--args", `{"message": "\ud800"}`)
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, `unpaired UTF-16 surrogate \ud800`)
+	code, _, errOut = wasmpyCLI(t, "", "skill", "run", "echo", "--skills", testSkills, "--db", filepath.Join(t.TempDir(), "p.db"),
+		"--args", `{"message": "x"}`, "--actor-id", "agent\nFAKE LINE")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Contains(t, errOut, `actor_id: only printable characters and spaces, got '\n' at byte 5`)
 }
