@@ -308,6 +308,12 @@ func TestBadJobs(t *testing.T) {
 	require.ErrorIs(t, err, wasmpy.ErrNoCode)
 	_, err = sb.Run(context.Background(), wasmpy.Job{Code: "pass", Limits: wasmpy.Limits{Timeout: -time.Second}})
 	require.ErrorContains(t, err, "negative timeout")
+	// Limits past what the runtime counts are the caller's error, named.
+	_, err = sb.Run(context.Background(), wasmpy.Job{Code: "pass", Limits: wasmpy.Limits{Fuel: 1<<64 - 1}})
+	require.EqualError(t, err, "wasmpy: fuel limit 18446744073709551615 exceeds 9223372036854775807")
+	_, err = sb.Run(context.Background(), wasmpy.Job{Code: "pass", Limits: wasmpy.Limits{Memory: wasmpy.MaxMemory + 1}})
+	require.EqualError(t, err, "wasmpy: memory limit 4294967297 exceeds 4294967296 (the wasm32 address space)")
+	require.NoError(t, wasmpy.Limits{Memory: wasmpy.MaxMemory, Fuel: wasmpy.MaxFuel}.Validate())
 	// A NUL byte in the source is the script's error, not the host's.
 	res := run(t, wasmpy.Job{Code: "print(1)\x00"})
 	require.Equal(t, wasmpy.KindSyntax, res.Error.Kind)
