@@ -125,7 +125,7 @@ func (r *Registry) Wait(ctx context.Context) error {
 // DefaultSkillTimeout is LoadOptions.SkillTimeout's default.
 const DefaultSkillTimeout = 10 * time.Second
 
-// LoadOptions configure Load.
+// LoadOptions configure Load and Start.
 type LoadOptions struct {
 	// Root is how the skills directory is named in problems' paths, e.g. the
 	// directory as the user gave it.
