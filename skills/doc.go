@@ -14,12 +14,12 @@
 //	ex, err := skills.NewExecutor(ctx, skills.ExecutorConfig{Store: st})
 //	reg, err := skills.LoadDir(ctx, "skills", skills.LoadOptions{Checker: ex.Checker()})
 //	for _, p := range reg.Problems() { log.Print(p) } // broken skills, each with its path and reason
-//
-// (skills.StartDir returns at once instead, and the skills appear in the
-// registry as each passes its checks: what a server wants.)
 //	s, _ := reg.Get("text_summarize")
 //	x, err := ex.Execute(ctx, s, skills.Request{Args: json.RawMessage(`{"text": "..."}`)})
 //	// x.Result.Result is the output, x.Record the provenance, x.Error why it failed
+//
+// A server calls skills.StartDir instead, which returns at once: each skill
+// appears in the registry as soon as it passes its checks.
 //
 // The store (package skills/store) keeps the records in SQLite; package
 // skills/service is the HTTP API over an Executor and a Registry.
