@@ -252,10 +252,12 @@ func (l *loader) run(ctx context.Context, todo []candidate) {
 			}
 		})
 	}
+feed:
 	for _, c := range todo {
 		select {
 		case work <- c:
 		case <-ctx.Done():
+			break feed
 		}
 	}
 	close(work)
