@@ -159,6 +159,23 @@ print("still running")
 	require.Empty(t, res.Stdout)
 }
 
+// A capability bounds its own work by the run's deadline, and the guest
+// never runs again after a capability that returned past it.
+func TestCapabilityStopsAtDeadline(t *testing.T) {
+	const limit = time.Second
+	res := run(t, wasmpy.Job{Limits: wasmpy.Limits{Timeout: limit}, Code: `
+data = ("ab" * 600 + "\n") * 1000
+write_file("big.txt", data)
+print(len(search_files("[ab]{1000}c", "big.txt")))
+write_file("late.txt", "too late")
+`})
+	require.NotNil(t, res.Error)
+	require.Equal(t, wasmpy.KindTimeout, res.Error.Kind)
+	require.Less(t, res.DurationMS, float64((limit + 100*time.Millisecond).Milliseconds()))
+	require.Empty(t, res.Stdout)
+	require.Len(t, res.Files, 1, "nothing written after the deadline")
+}
+
 func TestSubmitResult(t *testing.T) {
 	submit := []wasmpy.Capability{wasmpy.SubmitResult}
 	res := run(t, wasmpy.Job{Grants: submit, Code: `submit_result({"answer": 42, "items": [1, "two", None]})`})
@@ -185,6 +202,23 @@ func TestSubmitResult(t *testing.T) {
 	res = run(t, wasmpy.Job{Grants: submit, Code: `submit_result({"n": 7})`, ResultSchema: schema})
 	require.Nil(t, res.Error, res.Stderr)
 	require.JSONEq(t, `{"n": 7}`, string(res.Result))
+}
+
+// An LLM that does not answer holds the run no longer than its deadline.
+func TestAskLLMStopsAtDeadline(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Reply{Content: "late", Delay: time.Minute})
+	sb := newSandbox(t, wasmpy.Config{LLM: hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "m"}})
+	const limit = 500 * time.Millisecond
+	res := runIn(t, sb, wasmpy.Job{Limits: wasmpy.Limits{Timeout: limit}, Code: `
+try:
+    ask_llm("hello")
+except Exception as e:
+    print("caught", e)
+`})
+	require.NotNil(t, res.Error)
+	require.Equal(t, wasmpy.KindTimeout, res.Error.Kind)
+	require.Less(t, res.DurationMS, float64((limit + 100*time.Millisecond).Milliseconds()))
+	require.Empty(t, res.Stdout, "the guest must not run on after the deadline")
 }
 
 func TestAskLLM(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"regexp/syntax"
 	"sort"
 	"strings"
 	"sync"
@@ -241,6 +242,11 @@ func (w *Workspace) ListFiles(ctx context.Context, pattern string) ([]string, er
 // then line order. It stops after MaxSearchResults matches and skips files it
 // cannot read as text: binary (NUL bytes or invalid UTF-8), too large, or
 // unreadable.
+//
+// Matching takes time linear in the line's length times the size of the
+// compiled expression; Search looks at ctx every searchStep units of that
+// work, and inside a line long enough to cost more, so it ends soon after
+// ctx does whatever the pattern and the files.
 func (w *Workspace) Search(ctx context.Context, pattern, glob string) ([]Match, error) {
 	if len(pattern) > maxRegexpBytes {
 		return nil, Errorf(ValueError, "regular expression too long: %d bytes, the limit is %d", len(pattern), maxRegexpBytes)
@@ -249,11 +255,13 @@ func (w *Workspace) Search(ctx context.Context, pattern, glob string) ([]Match, 
 	if err != nil {
 		return nil, Errorf(ValueError, "bad regular expression: %v", err)
 	}
+	insts := regexpSize(pattern)
 	files, err := w.ListFiles(ctx, glob)
 	if err != nil {
 		return nil, err
 	}
 	out := []Match{}
+	budget := &workBudget{ctx: ctx, insts: insts}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -270,7 +278,17 @@ func (w *Workspace) Search(ctx context.Context, pattern, glob string) ([]Match, 
 				data = nil
 			}
 			line = bytes.TrimSuffix(line, []byte("\r"))
-			if !re.Match(line) {
+			var found bool
+			if (len(line)+1)*insts > searchStep {
+				found = re.MatchReader(&ctxRunes{budget: budget, b: line})
+			} else {
+				found = re.Match(line)
+				budget.spend(len(line) + 1)
+			}
+			if err := budget.err(); err != nil { // a match cut short is no match
+				return nil, err
+			}
+			if !found {
 				continue
 			}
 			out = append(out, Match{Path: f, Line: n, Text: truncateUTF8(line, MaxSearchLineBytes)})
@@ -280,6 +298,61 @@ func (w *Workspace) Search(ctx context.Context, pattern, glob string) ([]Match, 
 		}
 	}
 	return out, nil
+}
+
+// searchStep is the matching work (bytes times instructions of the
+// compiled expression) Search does between two looks at ctx: a few
+// milliseconds.
+const searchStep = 1 << 20
+
+// regexpSize is the number of instructions of pattern's compiled program,
+// which bounds the work of matching one byte.
+func regexpSize(pattern string) int {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 1
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 1
+	}
+	return max(len(prog.Inst), 1)
+}
+
+// workBudget looks at ctx each time searchStep units of matching work
+// have been done.
+type workBudget struct {
+	ctx   context.Context
+	insts int // per byte matched
+	work  int // since ctx was last looked at
+	done  error
+}
+
+// spend counts matching n bytes and reports whether ctx is still live.
+func (b *workBudget) spend(n int) bool {
+	if b.work += n * b.insts; b.work > searchStep {
+		b.work = 0
+		b.done = b.ctx.Err()
+	}
+	return b.done == nil
+}
+
+func (b *workBudget) err() error { return b.done }
+
+// ctxRunes feeds a line to the matcher rune by rune and ends it early, as
+// if the line ended, once the budget finds ctx done.
+type ctxRunes struct {
+	budget *workBudget
+	b      []byte
+}
+
+func (r *ctxRunes) ReadRune() (rune, int, error) {
+	if len(r.b) == 0 || !r.budget.spend(1) {
+		return 0, 0, io.EOF
+	}
+	c, size := utf8.DecodeRune(r.b)
+	r.b = r.b[size:]
+	return c, size, nil
 }
 
 // Changes lists every file written to the overlay, sorted by path.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -545,6 +546,26 @@ func TestWorkspaceSearch(t *testing.T) {
 		require.LessOrEqual(t, len(matches[0].Text), MaxSearchLineBytes)
 		require.True(t, strings.HasPrefix(matches[0].Text, "hit é"))
 		require.Equal(t, MaxSearchResults, matches[len(matches)-1].Line)
+	})
+
+	// Matching a big expression against long lines costs seconds; the
+	// deadline must cut it short, between lines and inside one.
+	t.Run("deadline", func(t *testing.T) {
+		for name, data := range map[string]string{
+			"many lines": strings.Repeat(strings.Repeat("ab", 600)+"\n", 1000),
+			"one line":   strings.Repeat("ab", 1<<20),
+		} {
+			t.Run(name, func(t *testing.T) {
+				w, _ := newTestWorkspace(t, WorkspaceConfig{})
+				require.NoError(t, w.WriteFile(ctx, "big.txt", []byte(data)))
+				ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				defer cancel()
+				start := time.Now()
+				_, err := w.Search(ctx, "[ab]{1000}c", "big.txt")
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				require.Less(t, time.Since(start), 300*time.Millisecond)
+			})
+		}
 	})
 
 	bad := []struct {

@@ -137,6 +137,9 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	resp := st.serve(ctx, bytes.Clone(view))
+	// A capability that ran past the deadline returns to no guest: the
+	// run's ctx is the one it saw (the instance's follows it a moment later).
+	stopIfDone(st.ctx)
 	st.mu.Lock()
 	st.pending = resp
 	st.mu.Unlock()
