@@ -539,6 +539,9 @@ func (w *Workspace) readStable(ctx context.Context, p, c string) ([]byte, error)
 	if !fi.Mode().IsRegular() {
 		return nil, Errorf(PermissionError, "%q is not a regular file", p)
 	}
+	if n := links(fi); n > 1 {
+		return nil, Errorf(PermissionError, "%q has %d hard links: a file linked from elsewhere may lie outside the workspace, so it is not read", p, n)
+	}
 	if fi.Size() > w.maxFile {
 		return nil, Errorf(OSError, "file too large: %q is %d bytes, the limit is %d bytes per file", p, fi.Size(), w.maxFile)
 	}
@@ -624,11 +627,15 @@ func (w *Workspace) walkStable(ctx context.Context, g *globPattern, found map[st
 		switch t := d.Type(); {
 		case t&fs.ModeSymlink != 0:
 			fi, err := fs.Stat(fsys, p) // follows, but only inside the root
-			if err != nil || !fi.Mode().IsRegular() {
+			if err != nil || !fi.Mode().IsRegular() || links(fi) > 1 {
 				return nil
 			}
 		case !t.IsRegular():
 			return nil
+		default:
+			if fi, err := d.Info(); err != nil || links(fi) > 1 {
+				return nil
+			}
 		}
 		if g.match(p) {
 			found[p] = struct{}{}

@@ -59,6 +59,8 @@ func stableTree(t *testing.T) string {
 	for name, target := range links {
 		require.NoError(t, os.Symlink(target, filepath.Join(stable, name)))
 	}
+	// A hard link has no direction: it is the outside file itself.
+	require.NoError(t, os.Link(filepath.Join(base, "outside", "secret.txt"), filepath.Join(stable, "hardlink")))
 	return stable
 }
 
@@ -235,6 +237,7 @@ func TestWorkspacePathRules(t *testing.T) {
 		{"file symlink outside", "escape", ""},
 		{"dir symlink outside", "escapedir/secret.txt", ""},
 		{"absolute symlink", "abslink", ""},
+		{"hard link to outside", "hardlink", ""},
 	}
 	for _, tt := range symlinks {
 		t.Run("symlink/"+tt.name, func(t *testing.T) {

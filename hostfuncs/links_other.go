@@ -1,0 +1,8 @@
+//go:build !unix
+
+package hostfuncs
+
+import "io/fs"
+
+// links is 1: without unix stat, hard links cannot be counted.
+func links(fs.FileInfo) uint64 { return 1 }

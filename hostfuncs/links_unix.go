@@ -1,0 +1,18 @@
+//go:build unix
+
+package hostfuncs
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+// links is the number of hard links to a file. A regular file with more
+// than one may have its other names outside the stable directory, where
+// os.Root cannot see them: the stable layer refuses such files.
+func links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}
