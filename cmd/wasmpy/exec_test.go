@@ -222,3 +222,37 @@ func TestLimitFlagsOutOfRange(t *testing.T) {
 		require.Contains(t, errOut, tc.msg, tc.args)
 	}
 }
+
+// Links already in the --out directory never lead a write outside it.
+func TestExecOutKeepsToItsDirectory(t *testing.T) {
+	base := t.TempDir()
+	victims := filepath.Join(base, "victims")
+	out := filepath.Join(base, "out")
+	require.NoError(t, os.MkdirAll(victims, 0o755))
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	victim := filepath.Join(victims, "victim.txt")
+	require.NoError(t, os.WriteFile(victim, []byte("intact"), 0o644))
+	require.NoError(t, os.Symlink("../victims/victim.txt", filepath.Join(out, "evil")))
+	require.NoError(t, os.Symlink("../victims", filepath.Join(out, "evdir")))
+
+	code, _, errOut := wasmpyCLI(t, "", "exec", "--out", out, "-c", `write_file("evil", "PWNED")`)
+	require.Equal(t, 0, code, errOut)
+	got, err := os.ReadFile(filepath.Join(out, "evil"))
+	require.NoError(t, err)
+	require.Equal(t, "PWNED", string(got), "the link is replaced by the file")
+	fi, err := os.Lstat(filepath.Join(out, "evil"))
+	require.NoError(t, err)
+	require.True(t, fi.Mode().IsRegular())
+
+	code, _, errOut = wasmpyCLI(t, "", "exec", "--out", out, "-c", `write_file("evdir/new.txt", "x")`)
+	require.Equal(t, 125, code)
+	require.Contains(t, errOut, "--out")
+	require.NotContains(t, errOut, "goroutine")
+
+	got, err = os.ReadFile(victim)
+	require.NoError(t, err)
+	require.Equal(t, "intact", string(got))
+	entries, err := os.ReadDir(victims)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "nothing created outside --out")
+}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,23 +73,44 @@ func sandboxConfig(c *cli.Context) (wasmpy.Config, error) {
 	return cfg, nil
 }
 
-// writeOut writes the files a run wrote into the --out directory.
+// writeOut writes the files a run wrote into the --out directory, through
+// an os.Root: nothing already in the directory leads a write outside it. A
+// symlink where a file goes is replaced by the file; one on the way to it
+// that leaves the directory is refused.
 func writeOut(c *cli.Context, res *wasmpy.Result) error {
 	dir := c.String("out")
 	if dir == "" {
 		return nil
 	}
+	fail := func(err error) error {
+		return &exitError{code: exitWasmpy, msg: fmt.Sprintf("--out %s: %v", dir, err)}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(unwrap(err))
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fail(unwrap(err))
+	}
+	defer root.Close()
 	for _, f := range res.Files {
 		data, ok := res.File(f.Path)
 		if !ok {
 			continue
 		}
-		dst := filepath.Join(dir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return &exitError{code: exitWasmpy, msg: fmt.Sprintf("--out: %v", err)}
+		name := filepath.FromSlash(f.Path)
+		if parent := filepath.Dir(name); parent != "." {
+			if err := root.MkdirAll(parent, 0o755); err != nil {
+				return fail(err)
+			}
 		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			return &exitError{code: exitWasmpy, msg: fmt.Sprintf("--out: %v", err)}
+		if fi, err := root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if err := root.Remove(name); err != nil {
+				return fail(err)
+			}
+		}
+		if err := root.WriteFile(name, data, 0o644); err != nil {
+			return fail(err)
 		}
 	}
 	return nil
