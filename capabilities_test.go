@@ -16,6 +16,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/llmtest"
+	"github.com/wasmpy/wasmpy/workspace"
 )
 
 // newSandbox opens a sandbox of its own, for tests that need a special Config.
@@ -110,7 +111,7 @@ print(rf("out/report.bin", binary=True))
 func TestWorkspaceEscapes(t *testing.T) {
 	dir := stableDir(t)
 	sb := newSandbox(t, wasmpy.Config{Grants: wasmpy.Builtins(),
-		Workspace: hostfuncs.WorkspaceConfig{MaxFileBytes: 1 << 20, MaxOverlayBytes: 3 << 20, MaxFiles: 5}})
+		Workspace: workspace.Config{MaxFileBytes: 1 << 20, MaxOverlayBytes: 3 << 20, MaxFiles: 5}})
 	for _, tc := range []struct{ name, code, want string }{
 		{"traversal", `read_file("../../etc/passwd")`, "PermissionError"},
 		{"inner traversal", `read_file("data/../../x")`, "PermissionError"},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/wasm"
+	"github.com/wasmpy/wasmpy/workspace"
 )
 
 // HostCall is one capability call a run made.
@@ -31,10 +32,10 @@ type Result struct {
 	HostCalls       []HostCall      `json:"host_calls"`
 	// HostCallsTotal counts every host call; HostCalls keeps the first 10,000.
 	HostCallsTotal int                    `json:"host_calls_total"`
-	Files          []hostfuncs.FileChange `json:"files"` // what the run wrote to its workspace overlay
+	Files          []workspace.FileChange `json:"files"` // what the run wrote to its workspace overlay
 	LLM            hostfuncs.LLMUsage     `json:"llm"`   // what ask_llm spent
 
-	workspace *hostfuncs.Workspace
+	workspace *workspace.Workspace
 }
 
 // File returns the contents of a file the run wrote to its workspace.

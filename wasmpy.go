@@ -30,6 +30,7 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/wasm"
+	"github.com/wasmpy/wasmpy/workspace"
 )
 
 // Limits bound a run. A zero field means the sandbox's default.
@@ -105,7 +106,7 @@ type Config struct {
 
 	// Workspace bounds every run's workspace; its Stable dir is the default
 	// for jobs that name none.
-	Workspace hostfuncs.WorkspaceConfig
+	Workspace workspace.Config
 	// LLM is the endpoint ask_llm calls; with no BaseURL, ask_llm raises
 	// LLMError in the guest.
 	LLM hostfuncs.LLMConfig
@@ -222,7 +223,9 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 		Code: job.Code, Filename: job.Filename, Args: job.Args, Stdin: job.Stdin,
 		Timeout: lim.Timeout, MemoryLimit: lim.Memory, OutputLimit: lim.Output, Fuel: lim.Fuel,
 		Deterministic: lim.Fuel > 0, Host: caps.table, AllowImports: s.cfg.AllowImports,
+		FS: caps.workspace.SysFS,
 	})
+	caps.workspace.Close()
 	if err != nil {
 		if s.closed.Load() {
 			return nil, ErrClosed
@@ -245,7 +248,7 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 // runCapabilities are one run's host functions and their state.
 type runCapabilities struct {
 	table     hostfuncs.Table
-	workspace *hostfuncs.Workspace
+	workspace *workspace.Workspace
 	result    *hostfuncs.ResultSink
 	llm       *hostfuncs.LLMSession
 }
@@ -260,7 +263,7 @@ func (s *Sandbox) capabilities(job Job) (*runCapabilities, error) {
 	if job.Workspace != "" {
 		wcfg.Stable = job.Workspace
 	}
-	ws, err := hostfuncs.NewWorkspace(wcfg)
+	ws, err := workspace.New(wcfg)
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"unicode/utf8"
 )
 
 // Func is one capability. args is the JSON object of the guest's keyword
@@ -106,4 +107,16 @@ func AsError(err error) *Error {
 		return e
 	}
 	return &Error{Type: HostError, Message: err.Error()}
+}
+
+// TruncateUTF8 returns b as a string of at most n bytes, cut at a rune
+// boundary.
+func TruncateUTF8(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n])
 }

@@ -280,7 +280,7 @@ func serverMessage(code int, body []byte) string {
 			return e.Message
 		}
 	}
-	if text := strings.TrimSpace(truncateUTF8(body, 200)); text != "" && utf8.ValidString(text) {
+	if text := strings.TrimSpace(TruncateUTF8(body, 200)); text != "" && utf8.ValidString(text) {
 		if code == 0 {
 			return "unexpected response: " + text
 		}

@@ -56,6 +56,30 @@ def init(wasmpy_source):
     _api.__dict__["_call"] = _Transport.call
     exec(compile(wasmpy_source, "<wasmpy>", "exec"), _api.__dict__)
     sys.modules["wasmpy"] = _api
+    _guard_chmod()
+
+
+# The read-only mounts: a change there fails with EROFS, as on Linux.
+_READ_ONLY = ("/usr/local/lib",)
+
+
+def _guard_chmod():
+    """WASI has no chmod: wasi-libc's succeeds whatever the path. This one
+    fails as Linux would (missing file, read-only mount) and is otherwise a
+    no-op, since WASI files carry no permission bits."""
+    import errno
+    real_stat = os.stat
+
+    def chmod(path, mode, *, dir_fd=None, follow_symlinks=True):
+        real_stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
+        if dir_fd is None and not isinstance(path, int):
+            full = os.path.abspath(os.fsdecode(path))
+            for mount in _READ_ONLY:
+                if full == mount or full.startswith(mount + "/"):
+                    raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+
+    chmod.__doc__ = os.chmod.__doc__
+    os.chmod = chmod
 
 
 def _install(job):
@@ -138,6 +162,10 @@ def _exit_code(code):
 def run(job):
     """Runs job["code"] as __main__ and returns the report (a dict)."""
     sys.argv = list(job.get("argv") or ["<string>"])
+    try:
+        os.chdir("/workspace")  # the run's workspace, when the host mounts one
+    except OSError:
+        pass
     filename = job.get("filename") or "<string>"
     _install(job)
     _reseed()

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"sync"
@@ -26,6 +27,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -104,6 +107,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 }
 
 func (e *Engine) start(ctx context.Context, cacheDir string) error {
+	e.stdlib = stdlibFS(e.interp.Stdlib)
 	wasi := e.rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(wasi)
 	i32 := api.ValueTypeI32
@@ -163,6 +167,9 @@ type Run struct {
 	Deterministic bool
 
 	Host         hostfuncs.Table // capabilities granted to this run
+	// FS is the file system the guest sees at / (workspace.Workspace's
+	// SysFS), given the run's clock for the times it records; nil: none.
+	FS func(now func() int64) experimentalsys.FS
 	AllowImports []string        // nil: any module; else the only top-level modules the code may import
 }
 
@@ -339,8 +346,10 @@ func (e *Engine) moduleConfig(st *runState) wazero.ModuleConfig {
 		WithStdout(writerFunc(func(p []byte) (int, error) { return st.stdout.Write(p) })).
 		WithStderr(writerFunc(func(p []byte) (int, error) { return st.stderr.Write(p) })).
 		WithEnv("PYTHONHASHSEED", "0").WithEnv("PYTHONDONTWRITEBYTECODE", "1")
+	mounts := e.stdlib.(sysfs.FSConfig).WithSysFSMount(boundFS{st}, filesMount)
+	cfg = cfg.WithFSConfig(mounts)
 	if e.interp.Kind == assets.Wasmpy {
-		cfg = cfg.WithFSConfig(e.stdlib).WithArgs("python").WithStartFunctions()
+		cfg = cfg.WithArgs("python").WithStartFunctions()
 	}
 	return cfg
 }
@@ -450,8 +459,31 @@ func nonce() string {
 	return fmt.Sprintf("\x1ewasmpy-report-%x:", b)
 }
 
-// stdlibFS serves the standard library zip, and nothing else, at /usr/local/lib.
+// stdlibFS serves the standard library zip, and nothing else, read-only at
+// stdlibMount; nil (no zip: the interpreter brings its own) mounts nothing.
 func stdlibFS(zip []byte) wazero.FSConfig {
+	cfg := wazero.NewFSConfig()
+	if zip == nil {
+		return cfg
+	}
 	fsys := fstest.MapFS{"python313.zip": {Data: zip, Mode: 0o444}}
-	return wazero.NewFSConfig().WithFSMount(fsys, "/usr/local/lib")
+	ro := &readOnlyFS{sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: fsys}}}
+	return cfg.(sysfs.FSConfig).WithSysFSMount(ro, stdlibMount)
+}
+
+// readOnlyFS refuses every change with EROFS, as a read-only mount does.
+// (wazero's ReadFS answers an open for writing with ENOSYS, which Python
+// reports as "function not implemented".)
+type readOnlyFS struct{ sysfs.ReadFS }
+
+func (r *readOnlyFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	const writing = experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentalsys.O_CREAT |
+		experimentalsys.O_TRUNC | experimentalsys.O_APPEND
+	if flag&writing != 0 {
+		if flag&experimentalsys.O_DIRECTORY != 0 {
+			return nil, experimentalsys.EISDIR
+		}
+		return nil, experimentalsys.EROFS
+	}
+	return r.ReadFS.OpenFile(path, flag, perm)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 
 	"github.com/wasmpy/wasmpy/hostfuncs"
 )
@@ -63,6 +64,7 @@ type runState struct {
 	stdout io.Writer
 	stderr io.Writer
 	random io.Reader
+	fs     experimentalsys.FS // the run's file system at /; nil: none
 
 	mu      sync.Mutex
 	pending []byte
@@ -81,6 +83,9 @@ func newRunState(m *meter) *runState {
 func (st *runState) bind(ctx context.Context, r *Run, job []byte, stdout, stderr io.Writer) {
 	st.ctx, st.clock, st.host, st.job = ctx, newClock(r.Deterministic), r.Host, job
 	st.stdin, st.stdout, st.stderr = bytes.NewReader(r.Stdin), stdout, stderr
+	if r.FS != nil {
+		st.fs = r.FS(st.clock.wallNanos)
+	}
 	if r.Deterministic {
 		st.random = mrand.NewChaCha8([32]byte{'w', 'a', 's', 'm', 'p', 'y'})
 	}

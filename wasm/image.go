@@ -49,7 +49,7 @@ const (
 // what initialisation does changes the name.
 func imagePath(dir, interpSHA string) string {
 	h := sha256.New()
-	for _, s := range []string{interpSHA, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic)} {
+	for _, s := range []string{interpSHA, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic), stdlibMount, filesMount} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

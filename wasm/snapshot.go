@@ -26,7 +26,6 @@ const preload = "import os, json, re, math, collections, itertools, functools, d
 // snapshot gives the engine its image: from the cache when an earlier
 // process made it, else by initialising the interpreter once.
 func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
-	e.stdlib = stdlibFS(e.interp.Stdlib)
 	var path string
 	if cacheDir != "" {
 		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp.SHA256)

@@ -1,4 +1,4 @@
-package hostfuncs
+package workspace
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/hostfuncs"
 )
 
 // stableTree builds:
@@ -90,34 +92,34 @@ func treeHash(t *testing.T, dir string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func newTestWorkspace(t *testing.T, cfg WorkspaceConfig) (*Workspace, Table) {
+func newTestWorkspace(t *testing.T, cfg Config) (*Workspace, hostfuncs.Table) {
 	t.Helper()
-	w, err := NewWorkspace(cfg)
+	w, err := New(cfg)
 	require.NoError(t, err)
-	tbl := Table{}
+	tbl := hostfuncs.Table{}
 	w.Register(tbl)
 	return w, tbl
 }
 
-func TestNewWorkspace(t *testing.T) {
+func TestNew(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "f")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
 
 	tests := []struct {
 		name    string
-		cfg     WorkspaceConfig
+		cfg     Config
 		wantErr string
 	}{
-		{"no stable", WorkspaceConfig{}, ""},
-		{"stable dir", WorkspaceConfig{Stable: dir}, ""},
-		{"missing stable", WorkspaceConfig{Stable: filepath.Join(dir, "nope")}, "no such file"},
-		{"stable is a file", WorkspaceConfig{Stable: file}, "not a directory"},
-		{"negative limit", WorkspaceConfig{MaxFiles: -1}, "negative"},
+		{"no stable", Config{}, ""},
+		{"stable dir", Config{Stable: dir}, ""},
+		{"missing stable", Config{Stable: filepath.Join(dir, "nope")}, "no such file"},
+		{"stable is a file", Config{Stable: file}, "not a directory"},
+		{"negative limit", Config{MaxFiles: -1}, "negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w, err := NewWorkspace(tt.cfg)
+			w, err := New(tt.cfg)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				require.Nil(t, w)
@@ -172,7 +174,7 @@ func TestCleanPath(t *testing.T) {
 	for _, tt := range bad {
 		t.Run("bad/"+tt.name, func(t *testing.T) {
 			_, err := cleanPath(tt.in)
-			requireGuestError(t, err, PermissionError)
+			requireGuestError(t, err, hostfuncs.PermissionError)
 		})
 	}
 }
@@ -185,7 +187,7 @@ func FuzzCleanPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, p string) {
 		c, err := cleanPath(p)
 		if err != nil {
-			require.Equal(t, PermissionError, AsError(err).Type)
+			require.Equal(t, hostfuncs.PermissionError, hostfuncs.AsError(err).Type)
 			return
 		}
 		require.True(t, c == "." || filepath.IsLocal(c), "not local: %q from %q", c, p)
@@ -206,7 +208,7 @@ func FuzzCleanPath(f *testing.F) {
 
 func TestWorkspacePathRules(t *testing.T) {
 	stable := stableTree(t)
-	_, tbl := newTestWorkspace(t, WorkspaceConfig{Stable: stable})
+	_, tbl := newTestWorkspace(t, Config{Stable: stable})
 
 	refused := []struct{ name, path string }{
 		{"traversal", "../outside/secret.txt"},
@@ -220,17 +222,17 @@ func TestWorkspacePathRules(t *testing.T) {
 	for _, tt := range refused {
 		t.Run("read/"+tt.name, func(t *testing.T) {
 			_, err := call(t, tbl, "read_file", M{"path": tt.path})
-			requireGuestError(t, err, PermissionError)
+			requireGuestError(t, err, hostfuncs.PermissionError)
 		})
 		t.Run("write/"+tt.name, func(t *testing.T) {
 			_, err := call(t, tbl, "write_file", M{"path": tt.path, "text": "x"})
-			requireGuestError(t, err, PermissionError)
+			requireGuestError(t, err, hostfuncs.PermissionError)
 		})
 	}
 
 	symlinks := []struct {
 		name, path string
-		want       string // content, or "" for PermissionError
+		want       string // content, or "" for hostfuncs.PermissionError
 	}{
 		{"file symlink inside", "inlink", "import os\nprint('a')\n"},
 		{"dir symlink inside", "dirlink/deep/b.py", "x = 1\n"},
@@ -243,7 +245,7 @@ func TestWorkspacePathRules(t *testing.T) {
 		t.Run("symlink/"+tt.name, func(t *testing.T) {
 			out, err := call(t, tbl, "read_file", M{"path": tt.path})
 			if tt.want == "" {
-				e := requireGuestError(t, err, PermissionError)
+				e := requireGuestError(t, err, hostfuncs.PermissionError)
 				require.NotContains(t, e.Message, stable, "host path leaked")
 				require.NotContains(t, string(out), "secret")
 				return
@@ -255,31 +257,31 @@ func TestWorkspacePathRules(t *testing.T) {
 
 	t.Run("write through outside symlink", func(t *testing.T) {
 		_, err := call(t, tbl, "write_file", M{"path": "escapedir/new.txt", "text": "x"})
-		requireGuestError(t, err, PermissionError)
+		requireGuestError(t, err, hostfuncs.PermissionError)
 	})
 }
 
 func TestWorkspaceFileErrors(t *testing.T) {
 	stable := stableTree(t)
-	_, tbl := newTestWorkspace(t, WorkspaceConfig{Stable: stable})
+	_, tbl := newTestWorkspace(t, Config{Stable: stable})
 	_, err := call(t, tbl, "write_file", M{"path": "made/file.txt", "text": "x"})
 	require.NoError(t, err)
 
 	tests := []struct {
 		name, op, path, want string
 	}{
-		{"missing", "read", "nope.txt", FileNotFoundError},
-		{"missing in missing dir", "read", "no/such/file", FileNotFoundError},
-		{"stable dir", "read", "sub", IsADirectoryError},
-		{"root", "read", ".", IsADirectoryError},
-		{"overlay dir", "read", "made", IsADirectoryError},
-		{"under stable file", "read", "hello.txt/x", NotADirectoryError},
-		{"under overlay file", "read", "made/file.txt/x", NotADirectoryError},
-		{"write stable dir", "write", "sub", IsADirectoryError},
-		{"write overlay dir", "write", "made", IsADirectoryError},
-		{"write root", "write", ".", IsADirectoryError},
-		{"write under stable file", "write", "hello.txt/x", NotADirectoryError},
-		{"write under overlay file", "write", "made/file.txt/x", NotADirectoryError},
+		{"missing", "read", "nope.txt", hostfuncs.FileNotFoundError},
+		{"missing in missing dir", "read", "no/such/file", hostfuncs.FileNotFoundError},
+		{"stable dir", "read", "sub", hostfuncs.IsADirectoryError},
+		{"root", "read", ".", hostfuncs.IsADirectoryError},
+		{"overlay dir", "read", "made", hostfuncs.IsADirectoryError},
+		{"under stable file", "read", "hello.txt/x", hostfuncs.NotADirectoryError},
+		{"under overlay file", "read", "made/file.txt/x", hostfuncs.NotADirectoryError},
+		{"write stable dir", "write", "sub", hostfuncs.IsADirectoryError},
+		{"write overlay dir", "write", "made", hostfuncs.IsADirectoryError},
+		{"write root", "write", ".", hostfuncs.IsADirectoryError},
+		{"write under stable file", "write", "hello.txt/x", hostfuncs.NotADirectoryError},
+		{"write under overlay file", "write", "made/file.txt/x", hostfuncs.NotADirectoryError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,9 +295,9 @@ func TestWorkspaceFileErrors(t *testing.T) {
 	}
 
 	t.Run("no stable layer", func(t *testing.T) {
-		_, tbl := newTestWorkspace(t, WorkspaceConfig{})
+		_, tbl := newTestWorkspace(t, Config{})
 		_, err := call(t, tbl, "read_file", M{"path": "hello.txt"})
-		requireGuestError(t, err, FileNotFoundError)
+		requireGuestError(t, err, hostfuncs.FileNotFoundError)
 	})
 }
 
@@ -304,7 +306,7 @@ func TestWorkspaceStableNeverModified(t *testing.T) {
 	outside := filepath.Join(filepath.Dir(stable), "outside")
 	before, beforeOut := treeHash(t, stable), treeHash(t, outside)
 
-	w, tbl := newTestWorkspace(t, WorkspaceConfig{Stable: stable})
+	w, tbl := newTestWorkspace(t, Config{Stable: stable})
 	ctx := context.Background()
 	for _, p := range []string{"hello.txt", "sub/a.py", "inlink", "dirlink/new.py", "new/dir/file.txt", "bin.dat"} {
 		_, err := call(t, tbl, "write_file", M{"path": p, "text": "overwritten " + p})
@@ -330,10 +332,10 @@ func TestWorkspaceLimits(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("oversize write", func(t *testing.T) {
-		w, tbl := newTestWorkspace(t, WorkspaceConfig{MaxFileBytes: 8})
+		w, tbl := newTestWorkspace(t, Config{MaxFileBytes: 8})
 		require.NoError(t, w.WriteFile(ctx, "ok", make([]byte, 8)))
 		_, err := call(t, tbl, "write_file", M{"path": "big", "text": "123456789"})
-		e := requireGuestError(t, err, OSError)
+		e := requireGuestError(t, err, hostfuncs.OSError)
 		require.Contains(t, e.Message, "too large")
 		_, ok := w.OverlayFile("big")
 		require.False(t, ok)
@@ -343,32 +345,32 @@ func TestWorkspaceLimits(t *testing.T) {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), make([]byte, 9), 0o644))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "ok"), make([]byte, 8), 0o644))
-		_, tbl := newTestWorkspace(t, WorkspaceConfig{Stable: dir, MaxFileBytes: 8})
+		_, tbl := newTestWorkspace(t, Config{Stable: dir, MaxFileBytes: 8})
 		_, err := call(t, tbl, "read_file", M{"path": "big", "binary": true})
-		requireGuestError(t, err, OSError)
+		requireGuestError(t, err, hostfuncs.OSError)
 		_, err = call(t, tbl, "read_file", M{"path": "ok", "binary": true})
 		require.NoError(t, err)
 	})
 
 	t.Run("overlay quota", func(t *testing.T) {
-		w, tbl := newTestWorkspace(t, WorkspaceConfig{MaxOverlayBytes: 10})
+		w, tbl := newTestWorkspace(t, Config{MaxOverlayBytes: 10})
 		require.NoError(t, w.WriteFile(ctx, "a", make([]byte, 6)))
 		_, err := call(t, tbl, "write_file", M{"path": "b", "text": "123456"})
-		e := requireGuestError(t, err, OSError)
+		e := requireGuestError(t, err, hostfuncs.OSError)
 		require.Contains(t, e.Message, "quota")
 		// Replacing a file counts its new size, not both.
 		require.NoError(t, w.WriteFile(ctx, "a", make([]byte, 10)))
 		require.NoError(t, w.WriteFile(ctx, "a", make([]byte, 4)))
 		require.NoError(t, w.WriteFile(ctx, "b", make([]byte, 6)))
-		requireGuestError(t, w.WriteFile(ctx, "c", []byte{1}), OSError)
+		requireGuestError(t, w.WriteFile(ctx, "c", []byte{1}), hostfuncs.OSError)
 	})
 
 	t.Run("file count", func(t *testing.T) {
-		w, tbl := newTestWorkspace(t, WorkspaceConfig{MaxFiles: 2})
+		w, tbl := newTestWorkspace(t, Config{MaxFiles: 2})
 		require.NoError(t, w.WriteFile(ctx, "a", nil))
 		require.NoError(t, w.WriteFile(ctx, "b", nil))
 		_, err := call(t, tbl, "write_file", M{"path": "c", "text": ""})
-		e := requireGuestError(t, err, OSError)
+		e := requireGuestError(t, err, hostfuncs.OSError)
 		require.Contains(t, e.Message, "file limit")
 		require.NoError(t, w.WriteFile(ctx, "a", []byte("rewrite is fine")))
 	})
@@ -376,7 +378,7 @@ func TestWorkspaceLimits(t *testing.T) {
 
 func TestWorkspaceReadWrite(t *testing.T) {
 	stable := stableTree(t)
-	w, tbl := newTestWorkspace(t, WorkspaceConfig{Stable: stable})
+	w, tbl := newTestWorkspace(t, Config{Stable: stable})
 
 	t.Run("text", func(t *testing.T) {
 		out, err := call(t, tbl, "read_file", M{"path": "hello.txt"})
@@ -392,7 +394,7 @@ func TestWorkspaceReadWrite(t *testing.T) {
 
 	t.Run("not UTF-8", func(t *testing.T) {
 		_, err := call(t, tbl, "read_file", M{"path": "bin.dat"})
-		e := requireGuestError(t, err, UnicodeError)
+		e := requireGuestError(t, err, hostfuncs.UnicodeError)
 		require.Contains(t, e.Message, "binary=True")
 		require.Contains(t, e.Message, "offset 0")
 		out, err := call(t, tbl, "read_file", M{"path": "bin.dat", "binary": true})
@@ -441,11 +443,11 @@ func TestWorkspaceReadWrite(t *testing.T) {
 	})
 
 	badArgs := []struct{ name, args, want string }{
-		{"text and data", `{"path": "x", "text": "a", "data_b64": "YQ=="}`, TypeError},
-		{"neither", `{"path": "x"}`, TypeError},
-		{"bad base64", `{"path": "x", "data_b64": "!!"}`, ValueError},
-		{"unknown key", `{"path": "x", "text": "a", "mode": "w"}`, ValueError},
-		{"wrong type", `{"path": 3, "text": "a"}`, ValueError},
+		{"text and data", `{"path": "x", "text": "a", "data_b64": "YQ=="}`, hostfuncs.TypeError},
+		{"neither", `{"path": "x"}`, hostfuncs.TypeError},
+		{"bad base64", `{"path": "x", "data_b64": "!!"}`, hostfuncs.ValueError},
+		{"unknown key", `{"path": "x", "text": "a", "mode": "w"}`, hostfuncs.ValueError},
+		{"wrong type", `{"path": 3, "text": "a"}`, hostfuncs.ValueError},
 	}
 	for _, tt := range badArgs {
 		t.Run("write_file/"+tt.name, func(t *testing.T) {
@@ -457,7 +459,7 @@ func TestWorkspaceReadWrite(t *testing.T) {
 
 func TestWorkspaceListFiles(t *testing.T) {
 	stable := stableTree(t)
-	w, tbl := newTestWorkspace(t, WorkspaceConfig{Stable: stable})
+	w, tbl := newTestWorkspace(t, Config{Stable: stable})
 	ctx := context.Background()
 	require.NoError(t, w.WriteFile(ctx, "new.py", []byte("print(1)\n")))
 	require.NoError(t, w.WriteFile(ctx, "sub/c.py", []byte("c\n")))
@@ -497,7 +499,7 @@ func TestWorkspaceListFiles(t *testing.T) {
 	for _, bad := range []string{"[", "sub/[a-", "/abs/*"} {
 		t.Run("bad/"+bad, func(t *testing.T) {
 			_, err := call(t, tbl, "list_files", M{"pattern": bad})
-			requireGuestError(t, err, ValueError)
+			requireGuestError(t, err, hostfuncs.ValueError)
 		})
 	}
 
@@ -511,7 +513,7 @@ func TestWorkspaceListFiles(t *testing.T) {
 
 func TestWorkspaceSearch(t *testing.T) {
 	stable := stableTree(t)
-	w, tbl := newTestWorkspace(t, WorkspaceConfig{Stable: stable})
+	w, tbl := newTestWorkspace(t, Config{Stable: stable})
 	ctx := context.Background()
 	require.NoError(t, w.WriteFile(ctx, "notes.md", []byte("one\r\nimport this\r\nthree")))
 	require.NoError(t, w.WriteFile(ctx, "blob", []byte("import\x00binary")))
@@ -536,7 +538,7 @@ func TestWorkspaceSearch(t *testing.T) {
 	require.JSONEq(t, `[]`, string(out), "nothing from outside the stable dir")
 
 	t.Run("bounded", func(t *testing.T) {
-		w, _ := newTestWorkspace(t, WorkspaceConfig{})
+		w, _ := newTestWorkspace(t, Config{})
 		long := strings.Repeat("é", MaxSearchLineBytes) // 2 bytes each
 		var b bytes.Buffer
 		for range MaxSearchResults + 50 {
@@ -559,7 +561,7 @@ func TestWorkspaceSearch(t *testing.T) {
 			"one line":   strings.Repeat("ab", 1<<20),
 		} {
 			t.Run(name, func(t *testing.T) {
-				w, _ := newTestWorkspace(t, WorkspaceConfig{})
+				w, _ := newTestWorkspace(t, Config{})
 				require.NoError(t, w.WriteFile(ctx, "big.txt", []byte(data)))
 				ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 				defer cancel()
@@ -576,10 +578,10 @@ func TestWorkspaceSearch(t *testing.T) {
 		args M
 		want string
 	}{
-		{"bad regexp", M{"pattern": "("}, ValueError},
-		{"huge regexp", M{"pattern": strings.Repeat("a", 5000)}, ValueError},
-		{"no pattern", M{}, TypeError},
-		{"bad glob", M{"pattern": "x", "glob": "["}, ValueError},
+		{"bad regexp", M{"pattern": "("}, hostfuncs.ValueError},
+		{"huge regexp", M{"pattern": strings.Repeat("a", 5000)}, hostfuncs.ValueError},
+		{"no pattern", M{}, hostfuncs.TypeError},
+		{"bad glob", M{"pattern": "x", "glob": "["}, hostfuncs.ValueError},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -590,7 +592,7 @@ func TestWorkspaceSearch(t *testing.T) {
 }
 
 func TestWorkspaceChanges(t *testing.T) {
-	w, _ := newTestWorkspace(t, WorkspaceConfig{Stable: stableTree(t)})
+	w, _ := newTestWorkspace(t, Config{Stable: stableTree(t)})
 	ctx := context.Background()
 	require.NoError(t, w.WriteFile(ctx, "z.txt", []byte("z")))
 	require.NoError(t, w.WriteFile(ctx, "./a/b.txt", []byte("first")))
@@ -614,7 +616,7 @@ func TestWorkspaceChanges(t *testing.T) {
 }
 
 func TestWorkspaceConcurrent(t *testing.T) {
-	w, _ := newTestWorkspace(t, WorkspaceConfig{MaxFiles: 50})
+	w, _ := newTestWorkspace(t, Config{MaxFiles: 50})
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
@@ -636,7 +638,7 @@ func TestWorkspaceConcurrent(t *testing.T) {
 	close(errs)
 	n := 0
 	for err := range errs {
-		require.Equal(t, OSError, AsError(err).Type, "only the file limit may fail: %v", err)
+		require.Equal(t, hostfuncs.OSError, hostfuncs.AsError(err).Type, "only the file limit may fail: %v", err)
 		n++
 	}
 	require.Equal(t, 50, n)
@@ -699,7 +701,7 @@ func FuzzGlob(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pattern, p string) {
 		g, err := compileGlob(pattern)
 		if err != nil {
-			require.Equal(t, ValueError, AsError(err).Type)
+			require.Equal(t, hostfuncs.ValueError, hostfuncs.AsError(err).Type)
 			return
 		}
 		if g.match(p) && strings.Contains(p, "/") {

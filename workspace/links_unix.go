@@ -1,6 +1,6 @@
 //go:build unix
 
-package hostfuncs
+package workspace
 
 import (
 	"io/fs"
