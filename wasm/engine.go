@@ -166,11 +166,11 @@ type Run struct {
 	// fake clock and a seeded random source.
 	Deterministic bool
 
-	Host         hostfuncs.Table // capabilities granted to this run
+	Host hostfuncs.Table // capabilities granted to this run
 	// FS is the file system the guest sees at / (workspace.Workspace's
 	// SysFS), given the run's clock for the times it records; nil: none.
-	FS func(now func() int64) experimentalsys.FS
-	AllowImports []string        // nil: any module; else the only top-level modules the code may import
+	FS           func(now func() int64) experimentalsys.FS
+	AllowImports []string // nil: any module; else the only top-level modules the code may import
 }
 
 // The kinds of Failure: a closed set.

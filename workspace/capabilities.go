@@ -244,4 +244,3 @@ func cleanPath(p string) (string, error) {
 	}
 	return c, nil
 }
-

@@ -1,9 +1,9 @@
 package workspace
 
 import (
-	"errors"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"path"
 	"regexp"
