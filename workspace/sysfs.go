@@ -350,7 +350,11 @@ func (g *guestFS) Rename(from, to string) sys.Errno {
 	}
 	st.removeTree(sp)
 	for _, m := range moved {
-		if err := dt.relink(join(dp, m.rel), m.n); err != nil {
+		at := dp
+		if m.rel != "." {
+			at = join(dp, m.rel)
+		}
+		if err := dt.relink(at, m.n); err != nil {
 			return errno(err) // not reached: detach checked the limits
 		}
 	}
