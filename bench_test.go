@@ -119,7 +119,8 @@ func benchNative(b *testing.B, args ...string) {
 }
 
 // BenchmarkHostCall is one guest→Go→guest round trip (a capability that
-// returns its argument), and a 1 MiB read_file: each op is a run of n calls
+// returns its argument), a 1 MiB read_file, and the same file read with
+// open().read() through the workspace file system: each op is a run of n calls
 // minus a run of none, divided by n.
 func BenchmarkHostCall(b *testing.B) {
 	dir := b.TempDir()
@@ -135,6 +136,7 @@ func BenchmarkHostCall(b *testing.B) {
 	}{
 		{"roundtrip", "echo(X=1)", 20000},
 		{"read_file_1MiB", "read_file('mib.bin', binary=True)", 50},
+		{"open_read_1MiB", "open('mib.bin', 'rb').read()", 50},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			timed := func(n int) time.Duration {
