@@ -127,9 +127,9 @@ func (w *Workspace) Search(ctx context.Context, pattern, glob string) ([]Match, 
 }
 
 // searchStep is the matching work (bytes times instructions of the
-// compiled expression) Search does between two looks at ctx: a few
-// milliseconds.
-const searchStep = 1 << 20
+// compiled expression) Search does between two looks at ctx: about a
+// millisecond.
+const searchStep = 1 << 18
 
 // regexpSize is the number of instructions of pattern's compiled program,
 // which bounds the work of matching one byte.

@@ -294,7 +294,10 @@ func (g *guestFS) Rename(from, to string) sys.Errno {
 		return errno(err)
 	}
 	dt, dp, _, err := g.at(to)
-	if err != nil {
+	switch {
+	case errors.Is(err, sys.ENOENT):
+		return sys.EACCES // a new name at the top
+	case err != nil:
 		return errno(err)
 	}
 	if st == nil || dt == nil || sp == "." || dp == "." {

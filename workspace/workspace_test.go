@@ -568,7 +568,7 @@ func TestWorkspaceSearch(t *testing.T) {
 				start := time.Now()
 				_, err := w.Search(ctx, "[ab]{1000}c", "big.txt")
 				require.ErrorIs(t, err, context.DeadlineExceeded)
-				require.Less(t, time.Since(start), 300*time.Millisecond)
+				require.Less(t, time.Since(start), 450*time.Millisecond) // the old search ran for seconds; room for a loaded machine
 			})
 		}
 	})
