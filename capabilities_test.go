@@ -164,7 +164,7 @@ print("still running")
 // never runs again after a capability that returned past it.
 func TestCapabilityStopsAtDeadline(t *testing.T) {
 	const limit = time.Second
-	res := run(t, wasmpy.Job{Limits: wasmpy.Limits{Timeout: limit}, Code: `
+	res := run(t, wasmpy.Job{Grants: wasmpy.Builtins(), Limits: wasmpy.Limits{Timeout: limit}, Code: `
 data = ("ab" * 600 + "\n") * 1000
 write_file("big.txt", data)
 print(len(search_files("[ab]{1000}c", "big.txt")))
@@ -210,7 +210,7 @@ func TestAskLLMStopsAtDeadline(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Reply{Content: "late", Delay: time.Minute})
 	sb := newSandbox(t, wasmpy.Config{LLM: hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "m"}})
 	const limit = 500 * time.Millisecond
-	res := runIn(t, sb, wasmpy.Job{Limits: wasmpy.Limits{Timeout: limit}, Code: `
+	res := runIn(t, sb, wasmpy.Job{Grants: []wasmpy.Capability{wasmpy.AskLLM}, Limits: wasmpy.Limits{Timeout: limit}, Code: `
 try:
     ask_llm("hello")
 except Exception as e:

@@ -15,6 +15,7 @@ import (
 // runChecks runs Python that asserts what it expects and prints "ok".
 func runChecks(t *testing.T, sb *wasmpy.Sandbox, job wasmpy.Job) *wasmpy.Result {
 	t.Helper()
+	job.Grants = wasmpy.Builtins()
 	var res *wasmpy.Result
 	if sb == nil {
 		res = run(t, job)
@@ -265,4 +266,17 @@ assert os.stat(zip).st_size == size
 import json  # the stdlib still imports
 print("ok")
 `})
+}
+
+// The file system is part of every run, granted capabilities or not: a
+// script may always keep scratch files; the stable directory is there only
+// when the caller names one.
+func TestFilesystemWithoutGrants(t *testing.T) {
+	res := run(t, wasmpy.Job{Code: `
+open("scratch.txt", "w").write("mine")
+print(open("scratch.txt").read())
+`})
+	require.Nil(t, res.Error, res.Stderr)
+	require.Equal(t, "mine\n", res.Stdout)
+	require.Len(t, res.Files, 1)
 }
