@@ -108,3 +108,96 @@ func TestSysFSRoot(t *testing.T) {
 		require.Equal(t, sys.EPERM, errno, p)
 	}
 }
+
+// FuzzSysFS drives the guest's file system with arbitrary operations and
+// paths over a stable tree with links out: nothing panics, the disk never
+// changes, nothing outside is ever read, and the accounting stays true.
+func FuzzSysFS(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7}, "workspace/a", "workspace/sub/b")
+	f.Add([]byte{7, 3, 0, 6, 5}, "workspace/escape", "tmp/x")
+	f.Add([]byte{2, 6, 4}, "workspace/sub", "workspace/sub2/")
+	f.Add([]byte{1, 1, 3}, "workspace/inlink", "workspace/../x")
+	f.Fuzz(func(t *testing.T, ops []byte, p, q string) {
+		if len(ops) > 64 {
+			ops = ops[:64]
+		}
+		stable := t.TempDir()
+		outside := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("SECRET"), 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Join(stable, "sub"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(stable, "sub", "f"), []byte("stable"), 0o644))
+		require.NoError(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(stable, "escape")))
+		require.NoError(t, os.Symlink("sub/f", filepath.Join(stable, "inlink")))
+		require.NoError(t, os.Link(filepath.Join(outside, "secret"), filepath.Join(stable, "hard")))
+		w, fsys := newFS(t, Config{Stable: stable, MaxFiles: 8, MaxOverlayBytes: 64})
+		var open []sys.File
+		for i, op := range ops {
+			a, b := p, q
+			if i%2 == 1 {
+				a, b = q, p
+			}
+			switch op % 9 {
+			case 0:
+				if fl, errno := fsys.OpenFile(a, sys.O_RDWR|sys.O_CREAT, 0o644); errno == 0 {
+					fl.Write([]byte("0123456789"))
+					open = append(open, fl)
+				}
+			case 1:
+				if fl, errno := fsys.OpenFile(a, sys.O_RDONLY, 0); errno == 0 {
+					buf := make([]byte, 64)
+					n, _ := fl.Read(buf)
+					require.NotContains(t, string(buf[:n]), "SECRET")
+					fl.Readdir(-1)
+					fl.Close()
+				}
+			case 2:
+				fsys.Mkdir(a, 0o755)
+			case 3:
+				fsys.Unlink(a)
+			case 4:
+				fsys.Rmdir(a)
+			case 5:
+				fsys.Rename(a, b)
+			case 6:
+				fsys.Stat(a)
+				fsys.Lstat(b)
+				fsys.Readlink(a)
+			case 7:
+				if len(open) > 0 {
+					open[0].Close()
+					open = open[1:]
+				}
+			case 8:
+				fsys.Chmod(a, 0o600)
+				fsys.Utimens(b, 1, 2)
+			}
+		}
+		for _, fl := range open {
+			fl.Close()
+		}
+		w.mu.Lock()
+		var size int64
+		files, dirs := 0, 0
+		for _, tr := range []*tree{&w.ws, &w.tmp} {
+			for _, n := range tr.nodes {
+				if n.dir {
+					dirs++
+				} else {
+					files++
+					size += int64(len(n.data))
+				}
+			}
+		}
+		require.Equal(t, size, w.size, "bytes accounted")
+		require.Equal(t, files, w.files)
+		require.Equal(t, dirs, w.dirs)
+		require.LessOrEqual(t, size, int64(64))
+		w.mu.Unlock()
+		b, err := os.ReadFile(filepath.Join(stable, "sub", "f"))
+		require.NoError(t, err)
+		require.Equal(t, "stable", string(b))
+		ents, err := os.ReadDir(stable)
+		require.NoError(t, err)
+		require.Len(t, ents, 4)
+	})
+}
