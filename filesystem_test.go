@@ -208,6 +208,7 @@ names = os.listdir(".")
 assert "escape.txt" not in names and "escapedir" not in names and "hardlink" not in names, names
 assert open("inlink").read().startswith("alpha")   # a link that stays inside
 assert os.path.islink("inlink") and os.readlink("inlink") == "notes.txt"
+assert os.path.samefile("inlink", "notes.txt") and not os.path.samefile("inlink", "data")
 print("ok")
 `})
 	require.Empty(t, res.Files)

@@ -16,3 +16,12 @@ func links(fi fs.FileInfo) uint64 {
 	}
 	return 1
 }
+
+// fileID identifies the host file behind fi, so two names of one file
+// (one through a symlink inside the stable directory) share an inode.
+func fileID(fi fs.FileInfo) (dev, ino uint64, ok bool) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev), uint64(st.Ino), true
+	}
+	return 0, 0, false
+}

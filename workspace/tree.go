@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"encoding/binary"
 	"errors"
 	"hash/fnv"
 	"io"
@@ -236,13 +237,22 @@ func (t *tree) listStable(p string, found map[string]dirent) error {
 	}
 }
 
-// ino numbers what e is: an overlay node its own, a stable path a hash.
+// ino numbers what e is: an overlay node its own, a stable file a hash of
+// the host file's identity (so its names share it, as on the host, without
+// showing the host's numbers), or of its path where that is unknown.
 func (t *tree) ino(p string, e entry) uint64 {
 	if e.node != nil {
 		return e.node.ino
 	}
 	h := fnv.New64a()
-	h.Write([]byte(t.name + "/" + p))
+	if dev, ino, ok := fileID(e.fi); ok {
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:8], dev)
+		binary.LittleEndian.PutUint64(b[8:], ino)
+		h.Write(b[:])
+	} else {
+		h.Write([]byte(t.name + "/" + p))
+	}
 	return h.Sum64() | 1<<63
 }
 
