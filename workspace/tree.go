@@ -184,11 +184,9 @@ func (t *tree) list(p string) ([]dirent, error) {
 		return nil, sys.ENOTDIR
 	}
 	found := map[string]dirent{}
-	if t.hasStable(p) {
-		if _, opaque := t.gone[p]; !opaque {
-			if err := t.listStable(p, found); err != nil {
-				return nil, err
-			}
+	if t.hasStable(p) { // false under a whiteout: an overlay directory there is opaque
+		if err := t.listStable(p, found); err != nil {
+			return nil, err
 		}
 	}
 	prefix := p + "/"
