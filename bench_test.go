@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,4 +158,107 @@ func BenchmarkHostCall(b *testing.B) {
 			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*tc.n), "ns/call")
 		})
 	}
+}
+
+// BenchmarkStopLatency is how long after its wall-clock limit a run's
+// result comes back (the overshoot), for code that spends its time in
+// Python, in long C calls, or asleep; "loaded" runs it with both cores
+// kept busy by other processes. It reports the p50 and p99 over every run.
+func BenchmarkStopLatency(b *testing.B) {
+	const limit = 200 * time.Millisecond
+	workloads := map[string]string{
+		"python loop": "while True: pass\n",
+		"C loop":      "sum(range(10**15))\n",
+		"zlib":        "import zlib\nc = zlib.compressobj(9)\ndata = bytes(range(256)) * 16384\nwhile True: c.compress(data)\n",
+		"bigint":      "10**(10**10)\n",
+		"regex":       "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')\n",
+		"sleep":       "import time\ntime.sleep(60)\n",
+	}
+	sb := benchSandbox(b, "wasmpy")
+	for _, load := range []string{"idle", "loaded"} {
+		b.Run(load, func(b *testing.B) {
+			if load == "loaded" {
+				for range runtime.NumCPU() {
+					busy := exec.Command("sh", "-c", "while :; do :; done")
+					require.NoError(b, busy.Start())
+					b.Cleanup(func() { busy.Process.Kill(); busy.Wait() })
+				}
+			}
+			var over []time.Duration
+			for b.Loop() {
+				for name, code := range workloads {
+					start := time.Now()
+					res, err := sb.Run(context.Background(), wasmpy.Job{Code: code, Limits: wasmpy.Limits{Timeout: limit}})
+					over = append(over, time.Since(start)-limit)
+					require.NoError(b, err)
+					require.NotNil(b, res.Error, name)
+					require.Equal(b, wasmpy.KindTimeout, res.Error.Kind, "%s: %+v", name, res.Error)
+				}
+			}
+			slices.Sort(over)
+			b.ReportMetric(float64(over[len(over)/2])/1e6, "p50-overshoot-ms")
+			b.ReportMetric(float64(over[len(over)*99/100])/1e6, "p99-overshoot-ms")
+			b.ReportMetric(float64(over[len(over)-1])/1e6, "max-overshoot-ms")
+		})
+	}
+}
+
+// BenchmarkRunRSS is the host memory N concurrent runs take: the peak RSS
+// of this process while they run, less what it held before, per run. Each
+// run either fills its guest memory to the limit or compiles and runs a
+// 50 MiB script (one string, shared by the N jobs as a caller's would be).
+func BenchmarkRunRSS(b *testing.B) {
+	const limit = 256 << 20
+	script := "x = \"" + strings.Repeat("a", 50<<20) + "\"\nprint(len(x))\n"
+	jobs := map[string]wasmpy.Job{
+		"fill memory":  {Code: "xs = []\nwhile True: xs.append(bytearray(1 << 20))\n"},
+		"50MiB script": {Code: script},
+	}
+	sb := benchSandbox(b, "wasmpy")
+	for _, name := range []string{"fill memory", "50MiB script"} {
+		for _, n := range []int{1, 4, 8} {
+			b.Run(fmt.Sprintf("%s/N=%d", name, n), func(b *testing.B) {
+				job := jobs[name]
+				job.Limits = wasmpy.Limits{Memory: limit, Timeout: time.Minute}
+				var worst float64
+				for b.Loop() {
+					runtime.GC()
+					before := rssMiB(b, "VmRSS")
+					require.NoError(b, os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)) // resets VmHWM
+					var wg sync.WaitGroup
+					for range n {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							res, err := sb.Run(context.Background(), job)
+							require.NoError(b, err)
+							if res.Error != nil {
+								require.Equal(b, wasmpy.KindMemory, res.Error.Kind, res.Stderr)
+							}
+						}()
+					}
+					wg.Wait()
+					worst = max(worst, (rssMiB(b, "VmHWM")-before)/float64(n))
+				}
+				b.ReportMetric(worst, "MiB/run")
+				b.ReportMetric(float64(limit>>20), "limit-MiB")
+			})
+		}
+	}
+}
+
+// rssMiB reads a field of /proc/self/status, in MiB.
+func rssMiB(b *testing.B, field string) float64 {
+	status, err := os.ReadFile("/proc/self/status")
+	require.NoError(b, err)
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb float64
+			_, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), &kb)
+			require.NoError(b, err)
+			return kb / 1024
+		}
+	}
+	b.Fatalf("no %s in /proc/self/status", field)
+	return 0
 }

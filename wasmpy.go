@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"path/filepath"
@@ -187,7 +188,13 @@ type Job struct {
 	Filename string   // the script's name in tracebacks and sys.argv[0]; default "<string>"
 	Args     []string // sys.argv[1:]
 	Stdin    []byte   // nil: the script reads EOF
-	Limits   Limits   // zero fields: the sandbox's limits
+	// Stdout and Stderr, when set, receive what the script writes to its
+	// stdout and stderr as it writes it, uncapped (the Result keeps a copy
+	// capped by Limits.Output). Writes come in the order the script made
+	// them, from the goroutine running the job: a slow writer slows the
+	// run, and one that fails gets nothing more.
+	Stdout, Stderr io.Writer
+	Limits         Limits // zero fields: the sandbox's limits
 	// Workspace is the stable (read-only) directory of this run's workspace;
 	// "" means Config.Workspace.Stable.
 	Workspace string
@@ -220,7 +227,7 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 		return nil, err
 	}
 	out, err := s.engine.Run(ctx, &wasm.Run{
-		Code: job.Code, Filename: job.Filename, Args: job.Args, Stdin: job.Stdin,
+		Code: job.Code, Filename: job.Filename, Args: job.Args, Stdin: job.Stdin, Stdout: job.Stdout, Stderr: job.Stderr,
 		Timeout: lim.Timeout, MemoryLimit: lim.Memory, OutputLimit: lim.Output, Fuel: lim.Fuel,
 		Deterministic: lim.Fuel > 0, Host: caps.table, AllowImports: s.cfg.AllowImports,
 		FS: caps.workspace.SysFS,

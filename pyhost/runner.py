@@ -6,7 +6,9 @@ interpreter build it is loaded once, before the snapshot, and main() runs in
 every fresh instance; with a plain WASI build (no _wasmpy module) it is passed
 with `python -c` and the job arrives as argv[1].
 """
+import binascii
 import builtins
+import io
 import json
 import os
 import sys
@@ -22,8 +24,13 @@ except ImportError:
 # builtins): the runner keeps its own references, taken before it runs.
 _orig_import = builtins.__import__
 _dumps, _loads = json.dumps, json.loads
-_exit = os._exit
+_exit, _write = os._exit, os.write
 _format_exception = traceback.format_exception
+_unbase64 = binascii.a2b_base64
+
+# A report's message and traceback are cut to this many characters, so that
+# an exception with a huge message still gets reported.
+_REPORT_TEXT_MAX = 1 << 16
 
 
 class _Transport:
@@ -49,9 +56,24 @@ class _Transport:
 _api = None
 
 
+def _write_through():
+    """Makes stdout and stderr unbuffered, as `python -u` does: every write
+    reaches the host at once, so output written before a run is stopped
+    (deadline, fuel, memory, kill) is never lost, and the two streams keep
+    their order."""
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        old = getattr(sys, name)
+        old.flush()
+        new = io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding=old.encoding,
+                               errors=old.errors, write_through=True)
+        setattr(sys, name, new)
+        setattr(sys, "__%s__" % name, new)
+
+
 def init(wasmpy_source):
     """Runs once per interpreter, before the snapshot (or before main)."""
     global _api
+    _write_through()
     _api = types.ModuleType("wasmpy")
     _api.__dict__["_call"] = _Transport.call
     exec(compile(wasmpy_source, "<wasmpy>", "exec"), _api.__dict__)
@@ -129,24 +151,64 @@ def _reseed():
         rnd.seed()
 
 
+def _safe(fn, fallback):
+    """fn(), or fallback when the user's code makes it fail: an exception
+    may have a __str__ that raises, a metaclass with odd names, and so on."""
+    try:
+        value = fn()
+        if type(value) is str:
+            return value
+    except BaseException:
+        pass
+    return fallback
+
+
+def _cut(text):
+    if len(text) > _REPORT_TEXT_MAX:
+        return text[:_REPORT_TEXT_MAX] + "... (cut)"
+    return text
+
+
+def _type_name(typ):
+    module = _safe(lambda: typ.__module__, "")
+    name = _safe(lambda: typ.__qualname__, "") or _safe(lambda: typ.__name__, "?")
+    if module in ("builtins", "__main__", ""):
+        return name
+    return module + "." + name
+
+
 def _error_report(kind, exc, skip_frames):
-    """Describes exc for the host, without the runner's own frames."""
+    """Describes exc for the host, without the runner's own frames. It never
+    raises, whatever exc's class does."""
+    typ = type(exc)
+    name = _type_name(typ)
     tb = exc.__traceback__
     for _ in range(skip_frames):
         if tb is not None:
             tb = tb.tb_next
-    text = "".join(_format_exception(type(exc), exc, tb))
-    typ = type(exc)
-    if typ.__module__ in ("builtins", "__main__"):
-        name = typ.__qualname__
-    else:
-        name = typ.__module__ + "." + typ.__qualname__
-    report = {"status": kind, "type": name, "message": str(exc),
-              "traceback": text, "exit_code": 1}
-    if isinstance(exc, SyntaxError) and exc.lineno:
-        report["line"] = exc.lineno
-        report["message"] = exc.msg
+    text = _safe(lambda: "".join(_format_exception(typ, exc, tb)),
+                 "%s: <exception could not be formatted>\n" % name)
+    report = {"status": kind, "type": name,
+              "message": _cut(_safe(lambda: str(exc), "<exception str() failed>")),
+              "traceback": _cut(text), "exit_code": 1}
+    if isinstance(exc, SyntaxError):
+        lineno = exc.lineno
+        if type(lineno) is int and lineno > 0:
+            report["line"] = lineno
+        if type(exc.msg) is str:
+            report["message"] = _cut(exc.msg)
     return report, text
+
+
+def _stderr(text):
+    """Writes text to the guest's stderr (fd 2) whatever the user's code did
+    to sys.stderr and sys.__stderr__ (replaced, set to None, closed)."""
+    data = text.encode("utf-8", "backslashreplace")
+    try:
+        while data:
+            data = data[_write(2, data):]
+    except OSError:
+        pass
 
 
 def _exit_code(code):
@@ -155,12 +217,22 @@ def _exit_code(code):
         return 0
     if isinstance(code, int):
         return code & 0xFF
-    print(code, file=sys.stderr)
+    _flush()
+    _stderr(_safe(lambda: str(code), "<exit message str() failed>") + "\n")
     return 1
 
 
-def run(job):
-    """Runs job["code"] as __main__ and returns the report (a dict)."""
+def _failed(kind, exc):
+    report, text = _error_report(kind, exc, 1)
+    _flush()
+    _stderr(text)
+    return report
+
+
+def run(job, read_source):
+    """Runs the source read_source() returns (bytes, decoded as CPython
+    decodes a script file) as __main__ and returns the report (a dict). The
+    source is dropped once compiled, so the code can use its memory."""
     sys.argv = list(job.get("argv") or ["<string>"])
     try:
         os.chdir("/workspace")  # the run's workspace, when the host mounts one
@@ -174,21 +246,31 @@ def run(job):
     main.__file__ = filename
     sys.modules["__main__"] = main
     try:
-        code = compile(job["code"], filename, "exec", dont_inherit=True)
+        source = read_source()
+        code = compile(source, filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as e:
-        report, text = _error_report("syntax", e, 1)
-        sys.__stderr__.write(text)
-        return report
+        return _failed("syntax", e)
+    except BaseException as e:  # MemoryError, RecursionError
+        return _failed("exception", e)
+    del source
     try:
         exec(code, main.__dict__)
     except SystemExit as e:
         status = _exit_code(e.code)
         return {"status": "exit" if status else "ok", "exit_code": status}
     except BaseException as e:
-        report, text = _error_report("exception", e, 1)
-        sys.__stderr__.write(text)
-        return report
+        return _failed("exception", e)
     return {"status": "ok", "exit_code": 0}
+
+
+def _run_safely(job, read_source):
+    """run, and a report even when the runner itself fails (out of memory
+    while reporting, say)."""
+    try:
+        return run(job, read_source)
+    except BaseException as e:
+        return {"status": "exception", "type": _type_name(type(e)),
+                "message": "the run failed in the sandbox's runner", "exit_code": 1}
 
 
 def _flush():
@@ -200,9 +282,11 @@ def _flush():
 
 
 def main():
-    """Entry point of a run in the wasmpy build: job and report go over host calls."""
+    """Entry point of a run in the wasmpy build: job, source and report go
+    over host calls. The source comes as raw bytes, not JSON, so that it
+    reaches compile() byte for byte and is copied once."""
     job = _Transport.call("_job", {})
-    report = run(job)
+    report = _run_safely(job, lambda: _wasmpy.call(b'{"fn":"_source"}'))
     _flush()
     _Transport.call("_report", report)
 
@@ -210,9 +294,8 @@ def main():
 def command_main():
     """Entry point under a plain WASI build: job in argv[1], report on stderr."""
     job = _loads(sys.argv[1])
-    report = run(job)
+    report = _run_safely(job, lambda: _unbase64(job.pop("source_base64")))
     _flush()
     # The host finds the report after the run's own nonce, the last line of stderr.
-    sys.__stderr__.write("\n" + job["nonce"] + _dumps(report) + "\n")
-    sys.__stderr__.flush()
+    _stderr("\n" + job["nonce"] + _dumps(report) + "\n")
     _exit(report.get("exit_code", 0))

@@ -3,6 +3,7 @@ package wasm
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"sync"
 	"time"
 
@@ -87,6 +88,9 @@ const (
 
 	subscriptionSize = 48
 	eventSize        = 32
+	// maxSubscriptions bounds one poll: the guest's three streams and a few
+	// timers need far fewer.
+	maxSubscriptions = 1024
 )
 
 // pollOneoff replaces WASI's poll_oneoff. Unlike wazero's, it accepts
@@ -106,70 +110,92 @@ func pollOneoffErrno(ctx context.Context, mod api.Module, in, out, n, resultPtr 
 		}
 		return errnoInval
 	}
+	// Sizes in uint64: n*48 overflows uint32 long before it passes the
+	// memory. Events are written in place.
 	mem := mod.Memory()
-	subs, ok := mem.Read(in, n*subscriptionSize)
-	if !ok || uint64(out)+uint64(n)*eventSize > uint64(mem.Size()) {
+	size := uint64(mem.Size())
+	if uint64(in)+uint64(n)*subscriptionSize > size || uint64(out)+uint64(n)*eventSize > size {
 		return errnoFault
 	}
+	if n > maxSubscriptions {
+		return errnoInval
+	}
+	subs, _ := mem.Read(in, n*subscriptionSize)
+	events, _ := mem.Read(out, n*eventSize)
+	sub := func(i uint32) []byte { return subs[i*subscriptionSize : (i+1)*subscriptionSize] }
+	// The first pass finds how long to sleep: not at all when an fd event
+	// or a bad clock is ready, else until the earliest timer.
 	clk := clockFrom(ctx)
-	events := make([]byte, 0, n*eventSize)
-	addEvent := func(sub []byte, typ byte, errno uint16) {
-		var ev [eventSize]byte
-		copy(ev[0:8], sub[0:8]) // userdata
-		binary.LittleEndian.PutUint16(ev[8:], errno)
-		ev[10] = typ
-		events = append(events, ev[:]...)
+	ready, fire := false, time.Duration(math.MaxInt64)
+	timeout := func(s []byte) (time.Duration, bool) {
+		d := int64(binary.LittleEndian.Uint64(s[24:]))
+		if binary.LittleEndian.Uint16(s[40:])&subAbstime != 0 {
+			switch binary.LittleEndian.Uint32(s[16:]) {
+			case clockRealtime:
+				d -= clk.wallNanos()
+			case clockMonotonic:
+				d -= clk.nanotime()
+			default:
+				return 0, false
+			}
+		}
+		return time.Duration(d), true
 	}
 	type timer struct {
-		sub []byte
-		d   time.Duration
+		d  time.Duration
+		ok bool // a clock this poll knows
 	}
-	var timers []timer
-	for i := uint32(0); i < n; i++ {
-		sub := subs[i*subscriptionSize : (i+1)*subscriptionSize]
-		switch sub[8] {
+	timers := make([]timer, n)
+	sleep := false
+	for i := range n {
+		s := sub(i)
+		if s[8] != eventClock {
+			ready = true
+			continue
+		}
+		d, ok := timeout(s)
+		timers[i] = timer{d, ok}
+		if !ok {
+			ready = true
+			continue
+		}
+		sleep, fire = true, min(fire, d)
+	}
+	switch {
+	case ready: // only timers already past fire
+		fire = 0
+	case sleep:
+		clk.sleep(ctx, fire)
+	}
+	// The second pass writes an event for each subscription that is ready
+	// (a guest that overlaps its events with its subscriptions reads back
+	// what it asked for).
+	count := uint32(0)
+	for i := range n {
+		s := sub(i)
+		typ, errno := s[8], uint16(errnoSuccess)
+		switch typ {
 		case eventClock:
-			id := binary.LittleEndian.Uint32(sub[16:])
-			d := int64(binary.LittleEndian.Uint64(sub[24:]))
-			if binary.LittleEndian.Uint16(sub[40:])&subAbstime != 0 {
-				switch id {
-				case clockRealtime:
-					d -= clk.wallNanos()
-				case clockMonotonic:
-					d -= clk.nanotime()
-				default:
-					addEvent(sub, eventClock, errnoInval)
-					continue
-				}
+			if t := timers[i]; !t.ok {
+				errno = errnoInval
+			} else if t.d > fire {
+				continue // not yet fired
 			}
-			timers = append(timers, timer{sub, time.Duration(d)})
 		case eventFdRead, eventFdWrite:
-			errno := uint16(errnoSuccess)
-			if fd := binary.LittleEndian.Uint32(sub[16:]); fd > 2 {
+			if fd := binary.LittleEndian.Uint32(s[16:]); fd > 2 {
 				errno = errnoBadf
 			}
-			addEvent(sub, sub[8], errno)
 		default:
-			addEvent(sub, sub[8], errnoInval)
+			errno = errnoInval
 		}
+		ev := events[count*eventSize : (count+1)*eventSize]
+		clear(ev)
+		copy(ev[0:8], s[0:8]) // userdata
+		binary.LittleEndian.PutUint16(ev[8:], errno)
+		ev[10] = typ
+		count++
 	}
-	if len(timers) > 0 {
-		// Sleep only when nothing is ready; then the earliest timers fire.
-		var fire time.Duration
-		if len(events) == 0 {
-			fire = timers[0].d
-			for _, t := range timers[1:] {
-				fire = min(fire, t.d)
-			}
-			clk.sleep(ctx, fire)
-		}
-		for _, t := range timers {
-			if t.d <= fire {
-				addEvent(t.sub, eventClock, errnoSuccess)
-			}
-		}
-	}
-	if !mem.Write(out, events) || !mem.WriteUint32Le(resultPtr, uint32(len(events)/eventSize)) {
+	if !mem.WriteUint32Le(resultPtr, count) {
 		return errnoFault
 	}
 	return errnoSuccess

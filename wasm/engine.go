@@ -17,9 +17,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing/fstest"
 	"time"
@@ -112,7 +114,7 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(wasi)
 	i32 := api.ValueTypeI32
 	wasi.NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(pollOneoff), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(guard("poll_oneoff", pollOneoff), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		Export("poll_oneoff")
 	if _, err := wasi.Instantiate(ctx); err != nil {
 		return fmt.Errorf("wasmpy: wasi: %w", err)
@@ -127,6 +129,11 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 	mod, err := e.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return fmt.Errorf("wasmpy: compile interpreter: %w", err)
+	}
+	// The host functions read and write the guest's memory: a module
+	// without one (hence none exported) is no interpreter.
+	if len(mod.ExportedMemories()) == 0 {
+		return errors.New("wasmpy: the interpreter exports no memory")
 	}
 	e.mod = mod
 	if e.interp.Kind == assets.Wasmpy {
@@ -157,6 +164,10 @@ type Run struct {
 	Filename string   // shown in tracebacks; "" means "<string>"
 	Args     []string // sys.argv[1:]
 	Stdin    []byte   // nil: the guest reads EOF
+	// Stdout and Stderr, when set, receive the guest's streams as it
+	// writes them, uncapped; the Outcome keeps its capped copy. The guest's
+	// streams are unbuffered, so each write arrives at once, in order.
+	Stdout, Stderr io.Writer
 
 	Timeout     time.Duration // 0: only ctx bounds the run
 	MemoryLimit uint64        // bytes of linear memory; 0: DefaultMemoryLimit
@@ -225,9 +236,11 @@ type report struct {
 	Line      int    `json:"line"`
 }
 
-// job is what the runner receives.
+// job is what the runner receives. The source is not in it: the wasmpy
+// build fetches it raw with the _source host call (see runState.serve),
+// the plain WASI build, which has no host call, gets it in base64.
 type job struct {
-	Code         string   `json:"code"`
+	SourceBase64 []byte   `json:"source_base64,omitempty"`
 	Filename     string   `json:"filename"`
 	Argv         []string `json:"argv"`
 	Capabilities []string `json:"capabilities"`
@@ -235,9 +248,7 @@ type job struct {
 	Nonce        string   `json:"nonce,omitempty"`
 }
 
-var (
-	errOutput = errors.New("output limit exceeded")
-)
+var errOutput = errors.New("output limit exceeded")
 
 // Run executes one job in a fresh instance. The error is for the host's own
 // failures (a canceled ctx, a broken engine); the guest's are in Outcome.
@@ -273,17 +284,17 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		defer stop()
 	}
 	full := func() { cancel(errOutput) }
-	stdout := &capture{limit: outLimit, full: full}
-	stderr := &capture{limit: outLimit, full: full}
+	stdout := &capture{limit: outLimit, full: full, stream: r.Stdout}
+	stderr := &capture{limit: outLimit, full: full, stream: r.Stderr}
 
 	filename := r.Filename
 	if filename == "" {
 		filename = "<string>"
 	}
-	j := job{Code: r.Code, Filename: filename, Argv: append([]string{filename}, r.Args...),
+	j := job{Filename: filename, Argv: append([]string{filename}, r.Args...),
 		Capabilities: r.Host.Names(), AllowImports: r.AllowImports}
 	if e.interp.Kind != assets.Wasmpy {
-		j.Nonce = nonce()
+		j.SourceBase64, j.Nonce = []byte(r.Code), nonce()
 	}
 	jobJSON, err := json.Marshal(j)
 	if err != nil {
@@ -301,6 +312,9 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		st, mem = newRunState(e.newMeter()), &memory{limit: memLimit}
 	}
 	st.bind(runCtx, r, jobJSON, stdout, stderr)
+	if p == nil {
+		close(st.ready) // no parked runner waits for it, but a _job call must not
+	}
 	budget := int64(math.MaxInt64)
 	if r.Fuel > 0 {
 		budget = int64(r.Fuel)
@@ -384,10 +398,19 @@ func (e *Engine) newMeter() *meter {
 	return &meter{}
 }
 
-// classify fills in ExitCode and Failure.
+// classify fills in ExitCode and Failure. What the host saw decides the
+// limit outcomes: the output cap, the deadline, the fuel budget and the
+// memory limit (a growth the host refused, in a run that did not then end
+// well). The guest's report only describes how its code ended; it can
+// neither claim a limit nor hide one, and when it is missing, or disagrees
+// with the exit status the host saw, the host's view wins.
 func (e *Engine) classify(out *Outcome, ctx context.Context, runErr error, rep *report, mem *memory, meter *meter) {
 	var exit *sys.ExitError
 	exited := errors.As(runErr, &exit)
+	if rep != nil && exited && int(exit.ExitCode()) != rep.status() {
+		rep = nil // the code exited itself, past or around the runner
+	}
+	ended := rep != nil && rep.status() == 0 && (runErr == nil || exited)
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errOutput):
 		out.Failure = &Failure{Kind: KindOutput, Message: "output limit exceeded: the run was stopped"}
@@ -395,30 +418,66 @@ func (e *Engine) classify(out *Outcome, ctx context.Context, runErr error, rep *
 		out.Failure = &Failure{Kind: KindTimeout, Message: "time limit exceeded"}
 	case meter.exhausted() && runErr != nil:
 		out.Failure = &Failure{Kind: KindFuel, Message: fmt.Sprintf("fuel budget of %d units exhausted", meter.budget)}
-	case rep != nil && rep.Type == "MemoryError", mem.refused.Load() && runErr != nil && !exited:
+	case mem.refused.Load() && !ended:
 		out.Failure = &Failure{Kind: KindMemory, Message: fmt.Sprintf("memory limit of %d bytes exceeded", mem.limit)}
-		if rep != nil {
+		if rep != nil && rep.Status == KindException {
 			out.Failure.Type, out.Failure.Traceback = rep.Type, rep.Traceback
 		}
 	case rep != nil:
-		out.ExitCode = rep.ExitCode
+		out.ExitCode = rep.status()
 		switch rep.Status {
-		case "ok":
-			return
-		case "exit":
-			out.Failure = &Failure{Kind: KindExit, Message: fmt.Sprintf("exit status %d", rep.ExitCode)}
+		case "ok", "exit":
+			if out.ExitCode != 0 {
+				out.Failure = &Failure{Kind: KindExit, Message: fmt.Sprintf("exit status %d", out.ExitCode)}
+			}
 		case KindSyntax, KindException:
 			out.Failure = &Failure{Kind: rep.Status, Type: rep.Type, Message: rep.Message, Traceback: rep.Traceback, Line: rep.Line}
 		default:
 			out.Failure = &Failure{Kind: KindInternal, Message: "the runner reported status " + rep.Status}
+			out.ExitCode = ExitCode(KindInternal)
 		}
 		return
+	case exited: // os._exit, or a fatal signal the guest raised itself
+		out.ExitCode = int(min(exit.ExitCode(), 255))
+		if out.ExitCode != 0 {
+			out.Failure = &Failure{Kind: KindExit, Message: fmt.Sprintf("exit status %d", out.ExitCode)}
+		}
+		return
+	case runErr != nil && strings.HasPrefix(runErr.Error(), "wasm error: unreachable"):
+		// abort(), from os.abort or a fatal error, is a wasm trap; python3
+		// would die of SIGABRT, which a shell reports as 134.
+		out.ExitCode = 128 + 6
+		out.Failure = &Failure{Kind: KindExit, Message: "the interpreter aborted (exit status 134)"}
+		return
 	case runErr != nil:
-		out.Failure = &Failure{Kind: KindInternal, Message: runErr.Error()}
+		out.Failure = &Failure{Kind: KindInternal, Message: "the interpreter failed: " + firstLine(runErr)}
 	default:
-		out.Failure = &Failure{Kind: KindInternal, Message: "the interpreter ended without a report"}
+		// The runner ended without its report: the code broke the report
+		// path (the traceback, if any, is on stderr). It failed as an
+		// uncaught exception does.
+		out.ExitCode = 1
+		out.Failure = &Failure{Kind: KindException, Message: "the script ended without a report of how (see stderr)"}
+		return
 	}
 	out.ExitCode = ExitCode(out.Failure.Kind)
+}
+
+// status is the exit status the report stands for.
+func (r *report) status() int {
+	switch r.Status {
+	case "ok":
+		return 0
+	case "exit":
+		return r.ExitCode & 0xFF
+	}
+	return 1
+}
+
+// firstLine is err's message without the wasm (or Go) stack trace wazero
+// appends: those name host internals and help no user.
+func firstLine(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return strings.TrimSuffix(msg, " (recovered by wazero)")
 }
 
 // ExitCode is the process status that stands for a sandbox outcome; for

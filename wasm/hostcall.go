@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -60,6 +61,7 @@ type runState struct {
 	clock  *clock
 	host   hostfuncs.Table
 	job    []byte
+	source []byte // the code, shared with the Run's string: never written
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
@@ -82,6 +84,12 @@ func newRunState(m *meter) *runState {
 // bind gives the state its run; the instance sees it once ready is closed.
 func (st *runState) bind(ctx context.Context, r *Run, job []byte, stdout, stderr io.Writer) {
 	st.ctx, st.clock, st.host, st.job = ctx, newClock(r.Deterministic), r.Host, job
+	// The source reaches guest memory straight from the caller's string:
+	// a large script costs the host no copy of its own.
+	st.source = []byte{} // a response, even when empty
+	if r.Code != "" {
+		st.source = unsafe.Slice(unsafe.StringData(r.Code), len(r.Code))
+	}
 	st.stdin, st.stdout, st.stderr = bytes.NewReader(r.Stdin), stdout, stderr
 	if r.FS != nil {
 		st.fs = r.FS(st.clock.wallNanos)
@@ -116,10 +124,31 @@ func clockFrom(ctx context.Context) *clock {
 func instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
 	i32 := api.ValueTypeI32
 	_, err := rt.NewHostModuleBuilder(hostModule).
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostCall), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("call").
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostTake), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("take").
+		NewFunctionBuilder().WithGoModuleFunction(guard("call", hostCall), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("call").
+		NewFunctionBuilder().WithGoModuleFunction(guard("take", hostTake), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("take").
 		Instantiate(ctx)
 	return err
+}
+
+// guard keeps a bug in a host function from becoming a Go panic with its
+// stack in the run's error: it ends the run with a one-line message. The
+// panics that stop a run on purpose pass through.
+func guard(name string, fn api.GoModuleFunc) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		defer func() {
+			switch r := recover().(type) {
+			case nil:
+			case error:
+				if errors.Is(r, errFuel) || errors.Is(r, errStopped) {
+					panic(r)
+				}
+				panic(fmt.Errorf("wasmpy: host function %s failed: %s", name, r.Error()))
+			default:
+				panic(fmt.Errorf("wasmpy: host function %s failed: %v", name, r))
+			}
+		}()
+		fn(ctx, mod, stack)
+	}
 }
 
 func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
@@ -210,6 +239,8 @@ func (st *runState) serve(ctx context.Context, raw []byte) []byte {
 			return errorResponse(hostfuncs.Errorf(hostfuncs.HostError, "the instance was discarded before a job came"))
 		}
 		return append(append([]byte(`{"ok":`), st.job...), '}')
+	case "_source": // raw bytes, not JSON (see job)
+		return st.source
 	case "_report":
 		var rep report
 		if err := json.Unmarshal(req.Args, &rep); err != nil {

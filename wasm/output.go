@@ -2,22 +2,31 @@ package wasm
 
 import (
 	"bytes"
+	"io"
 	"sync"
 )
 
-// capture keeps the first limit bytes written to a guest stream. Past the
-// limit it drops the rest and calls full once, which stops the run.
+// capture keeps the first limit bytes written to a guest stream, and hands
+// every write to stream, when there is one, as it happens. Past the limit
+// it drops the rest and calls full once, which stops the run. A stream that
+// fails gets nothing more; the capture goes on.
 type capture struct {
 	mu        sync.Mutex
 	buf       bytes.Buffer
 	limit     int
 	truncated bool
 	full      func()
+	stream    io.Writer
 }
 
 func (c *capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.stream != nil {
+		if _, err := c.stream.Write(p); err != nil {
+			c.stream = nil
+		}
+	}
 	room := c.limit - c.buf.Len()
 	if len(p) <= room {
 		return c.buf.Write(p)

@@ -156,8 +156,8 @@ func (e *Engine) learnHotPages() []pageRun {
 		return nil
 	}
 	defer p.close()
-	j, _ := json.Marshal(job{Code: "print(1)", Filename: "<string>", Argv: []string{"<string>"}})
-	p.st.bind(context.Background(), &Run{}, j, io.Discard, io.Discard)
+	j, _ := json.Marshal(job{Filename: "<string>", Argv: []string{"<string>"}})
+	p.st.bind(context.Background(), &Run{Code: "print(1)"}, j, io.Discard, io.Discard)
 	if err := p.run(context.Background(), DefaultMemoryLimit, math.MaxInt64); err != nil || p.mem.mapping == nil {
 		return nil
 	}

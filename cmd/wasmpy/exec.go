@@ -20,7 +20,7 @@ func execCommand() *cli.Command {
 		Usage:     "run a Python script in the sandbox",
 		ArgsUsage: "[SCRIPT | -] [--] [ARGS...]",
 		Description: "Runs SCRIPT (a file; - reads the code from stdin; or -c CODE) in a fresh sandbox.\n" +
-			"Without --json, mirrors the script: its stdout, its stderr, its exit status.\n" +
+			"Without --json, mirrors the script: its stdout and stderr as it writes them, its exit status.\n" +
 			"Sandbox outcomes exit with their own status: 120 internal, 121 memory,\n" +
 			"122 output, 123 fuel, 124 timeout; 2 is a usage error, 125 a wasmpy failure.",
 		Flags: append([]cli.Flag{
@@ -54,7 +54,15 @@ func execAction(c *cli.Context) error {
 		return err
 	}
 	defer sb.Close(c.Context)
+	var out *streams
+	if !c.Bool("json") {
+		out = newStreams(c.App.Writer, c.App.ErrWriter)
+		job.Stdout, job.Stderr = out.Stdout(), out.Stderr()
+	}
 	res, err := sb.Run(c.Context, job)
+	if out != nil {
+		out.Flush()
+	}
 	if err != nil {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
 	}
@@ -77,17 +85,22 @@ func execJob(c *cli.Context) (wasmpy.Job, error) {
 	case len(args) == 0:
 		return job, usageErr("exec: no script: give a file, - for stdin, or -c CODE")
 	case args[0] == "-":
-		b, err := readAll(c.App.Reader, "stdin")
+		code, err := readText(c.App.Reader, "stdin", 0)
 		if err != nil {
 			return job, err
 		}
-		job.Code, job.Filename, args = string(b), "<stdin>", args[1:]
+		job.Code, job.Filename, args = code, "<stdin>", args[1:]
 	default:
-		b, err := readFile(args[0])
+		f, size, err := openFile(args[0])
 		if err != nil {
 			return job, err
 		}
-		job.Code, job.Filename, args = string(b), args[0], args[1:]
+		defer f.Close()
+		code, err := readText(f, args[0], size)
+		if err != nil {
+			return job, err
+		}
+		job.Code, job.Filename, args = code, args[0], args[1:]
 	}
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
@@ -143,15 +156,44 @@ func grants(list string) ([]wasmpy.Capability, error) {
 }
 
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, _, err := openFile(path)
 	if err != nil {
-		return nil, usageErr("%s: %v", path, unwrap(err))
+		return nil, err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return nil, usageErr("%s: is a directory", path)
-	}
 	return readAll(f, path)
+}
+
+// openFile opens a regular file to read and returns its size.
+func openFile(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, usageErr("%s: %v", path, unwrap(err))
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.IsDir() {
+		f.Close()
+		return nil, 0, usageErr("%s: is a directory", path)
+	}
+	if err != nil {
+		return f, 0, nil
+	}
+	return f, fi.Size(), nil
+}
+
+// readText reads code into a string without a second copy: a large script
+// costs its size once in the CLI, not the two or three times of a growing
+// buffer converted to a string. size is a hint (0: unknown).
+func readText(r io.Reader, name string, size int64) (string, error) {
+	var b strings.Builder
+	b.Grow(int(min(max(size, 0), maxInput)) + 1)
+	if _, err := io.Copy(&b, io.LimitReader(r, maxInput+1)); err != nil {
+		return "", usageErr("%s: %v", name, unwrap(err))
+	}
+	if b.Len() > maxInput {
+		return "", usageErr("%s: larger than %d MiB", name, maxInput>>20)
+	}
+	return b.String(), nil
 }
 
 func readAll(r io.Reader, name string) ([]byte, error) {
@@ -172,16 +214,15 @@ func unwrap(err error) error {
 	return err
 }
 
-// report prints a result: JSON, or mirrored as the script's own output.
+// report prints a result: JSON, or, the script's output having been
+// streamed, the sandbox's outcome if it was not the script's own.
 func report(c *cli.Context, res *wasmpy.Result) error {
 	w, ew := c.App.Writer, c.App.ErrWriter
 	if c.Bool("json") {
 		if err := writeIndented(w, res); err != nil {
 			return err
 		}
-	} else { // the script's own output, as python would print it
-		io.WriteString(w, res.Stdout)
-		io.WriteString(ew, res.Stderr)
+	} else {
 		if e := res.Error; e != nil && e.Kind != wasmpy.KindException && e.Kind != wasmpy.KindSyntax && e.Kind != wasmpy.KindExit {
 			fmt.Fprintf(ew, "wasmpy: %s\n", clean(e.Message))
 		}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"sync"
+	"time"
+)
+
+// streamDelay is the longest the script's output waits in the CLI's
+// buffer: output appears as the script writes it, give or take this, while
+// a script printing a million lines costs a few thousand writes, not
+// millions.
+const streamDelay = 20 * time.Millisecond
+
+// streams passes a run's stdout and stderr on to the CLI's own, in the
+// order the script wrote them: switching from one stream to the other
+// flushes the first.
+type streams struct {
+	mu        sync.Mutex
+	out, err  *bufio.Writer
+	last      *bufio.Writer // the stream written last, holding unflushed bytes
+	scheduled bool
+}
+
+func newStreams(stdout, stderr io.Writer) *streams {
+	return &streams{out: bufio.NewWriterSize(stdout, 64<<10), err: bufio.NewWriterSize(stderr, 64<<10)}
+}
+
+// Stdout and Stderr are the writers for wasmpy.Job.
+func (s *streams) Stdout() io.Writer { return streamWriter{s, s.out} }
+func (s *streams) Stderr() io.Writer { return streamWriter{s, s.err} }
+
+type streamWriter struct {
+	s *streams
+	w *bufio.Writer
+}
+
+func (sw streamWriter) Write(p []byte) (int, error) {
+	s := sw.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last != nil && s.last != sw.w {
+		s.last.Flush()
+	}
+	s.last = sw.w
+	if !s.scheduled {
+		s.scheduled = true
+		time.AfterFunc(streamDelay, s.timedFlush)
+	}
+	return sw.w.Write(p)
+}
+
+func (s *streams) timedFlush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scheduled = false
+	s.flushLocked()
+}
+
+// Flush writes out what is buffered; call it once the run has ended.
+func (s *streams) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+func (s *streams) flushLocked() {
+	if s.last != nil {
+		s.last.Flush()
+		s.last = nil
+	}
+}
