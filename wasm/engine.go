@@ -79,6 +79,9 @@ type Engine struct {
 	alive context.Context
 	kill  context.CancelCauseFunc
 	runs  sync.RWMutex
+	// lingering counts the parked instances not closed yet: a stopped
+	// run's may still be unwinding after the run has returned.
+	lingering sync.WaitGroup
 }
 
 // New compiles the interpreter (or loads it from the cache) and, for the
@@ -151,6 +154,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.stopParking()
 	e.runs.Lock()
 	defer e.runs.Unlock()
+	e.lingering.Wait() // kill has stopped them; their memory goes with the runtime
 	err := e.rt.Close(ctx)
 	if e.image != nil {
 		closeImage(e.image)
@@ -319,6 +323,9 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if r.Fuel > 0 {
 		budget = int64(r.Fuel)
 	}
+	if deadline, ok := runCtx.Deadline(); ok {
+		st.meter.until(deadline, func() { cancel(context.DeadlineExceeded) })
+	}
 	start := time.Now()
 	var runErr error
 	if p != nil {
@@ -328,6 +335,8 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		ctx := experimental.WithMemoryAllocator(context.WithValue(runCtx, stateKey{}, st), mem)
 		runErr = e.runCommand(ctx, e.moduleConfig(st), string(jobJSON), st.meter, budget)
 	}
+	stdout.seal()
+	stderr.seal()
 	out := &Outcome{
 		Duration:        time.Since(start),
 		Stdout:          stdout.bytes(),

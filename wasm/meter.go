@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 
@@ -29,6 +30,14 @@ type meter struct {
 	spent  int64 // paid for by the slices settled so far
 	given  int64 // what the counter held when last set or settled
 	out    bool  // the budget ran out
+
+	// deadline, when set, is checked against the clock at every refuel,
+	// and expire ends the run's context when it has passed. The check does
+	// not wait for the context's timer, whose goroutine may wait for a
+	// processor while every one runs wasm: that is how a loaded host once
+	// stopped runs a second and more late.
+	deadline time.Time
+	expire   func()
 }
 
 // fuelSlice is how much fuel an instance gets at a time: about a
@@ -91,6 +100,10 @@ func (m *meter) refuel(ctx context.Context) {
 		m.out = true
 		panic(errFuel)
 	}
+	if !m.deadline.IsZero() && !time.Now().Before(m.deadline) {
+		m.expire()
+		panic(errStopped)
+	}
 	stopIfDone(ctx)
 	m.give()
 }
@@ -102,6 +115,17 @@ func stopIfDone(ctx context.Context) {
 	if ctx.Err() != nil {
 		panic(errStopped)
 	}
+}
+
+// until makes refuel stop the instance once deadline has passed, calling
+// expire first.
+func (m *meter) until(deadline time.Time, expire func()) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deadline, m.expire = deadline, expire
 }
 
 // stop settles the count; call it once the instance's call has returned.

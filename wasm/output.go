@@ -17,11 +17,15 @@ type capture struct {
 	truncated bool
 	full      func()
 	stream    io.Writer
+	sealed    bool // the run has its outcome: later writes are dropped
 }
 
 func (c *capture) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.sealed {
+		return len(p), nil
+	}
 	if c.stream != nil {
 		if _, err := c.stream.Write(p); err != nil {
 			c.stream = nil
@@ -37,6 +41,14 @@ func (c *capture) Write(p []byte) (int, error) {
 		c.full()
 	}
 	return len(p), nil
+}
+
+// seal ends the capture: what a stopped instance still writes, before it
+// unwinds, reaches neither the outcome nor the stream.
+func (c *capture) seal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sealed = true
 }
 
 func (c *capture) bytes() []byte {

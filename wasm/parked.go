@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -17,8 +19,9 @@ import (
 const maxMemory = 1 << 32
 
 var (
-	errDiscarded = errors.New("wasmpy: parked instance discarded")
-	errClosed    = errors.New("wasmpy: engine closed")
+	errDiscarded  = errors.New("wasmpy: parked instance discarded")
+	errClosed     = errors.New("wasmpy: engine closed")
+	errLeftToStop = errors.New("wasmpy: the stopped instance was left to end on its own")
 )
 
 // parked is an instance of the wasmpy build started ahead of its run: the
@@ -33,6 +36,8 @@ type parked struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when the runner's PyRun_SimpleString returns
 	err    error         // what it returned
+
+	lingering *sync.WaitGroup // the engine's instances not yet closed
 }
 
 type parkResult struct {
@@ -106,7 +111,7 @@ func (e *Engine) park() (*parked, error) {
 	if mem.mapping != nil {
 		prefault(e.image, mem.mapping)
 	}
-	p := &parked{mod: m, mem: mem, st: st, cancel: cancel, done: make(chan struct{})}
+	p := &parked{mod: m, mem: mem, st: st, cancel: cancel, done: make(chan struct{}), lingering: &e.lingering}
 	st.meter.start(m, math.MaxInt64) // the runner's start is not the run's
 	go func() {
 		_, p.err = call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
@@ -117,6 +122,7 @@ func (e *Engine) park() (*parked, error) {
 	// before bind, and a run never waits for it.
 	select {
 	case <-st.waiting:
+		e.lingering.Add(1) // Done once close has closed it
 		return p, nil
 	case <-p.done:
 		return fail(fmt.Errorf("the runner ended before asking for its job: %v", p.err))
@@ -135,17 +141,39 @@ func (p *parked) run(ctx context.Context, limit uint64, budget int64) error {
 	stop := context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })
 	defer stop()
 	close(p.st.ready)
-	<-p.done
-	return p.err
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+	}
+	// Stopped: the instance ends at its next refuel, host call or sleep,
+	// within a fuel slice of its own time. On a loaded host its thread may
+	// wait far longer for a CPU; the run does not wait for it past
+	// stopGrace, since nothing it does now reaches the world (host calls
+	// refuse it, its output is sealed).
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-p.done:
+		return p.err
+	case <-grace.C:
+		return errLeftToStop
+	}
 }
 
-// close stops the instance and releases it off the run's path: unmapping
-// its memory takes as long as a small run. The runner has returned first,
-// at once after a run; one never let go finds its _job call refused.
+// stopGrace is how long a stopped run waits for its instance to unwind.
+const stopGrace = 10 * time.Millisecond
+
+// close stops the instance and releases it off the run's path, once its
+// call has returned: unmapping its memory takes as long as a small run. One
+// never let go finds its _job call refused.
 func (p *parked) close() {
 	p.cancel(errDiscarded)
-	<-p.done
-	go p.mod.Close(context.Background())
+	go func() {
+		defer p.lingering.Done()
+		<-p.done
+		p.mod.Close(context.Background())
+	}()
 }
 
 // learnHotPages runs print(1) in a parked instance and notes the pages of
