@@ -3,6 +3,7 @@ package wasmpy_test
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -174,4 +175,21 @@ func TestSourceEncoding(t *testing.T) {
 	res = run(t, wasmpy.Job{Code: "\ufeffprint('bom')\n"})
 	require.Nil(t, res.Error, res.Stderr)
 	require.Equal(t, "bom\n", res.Stdout)
+}
+
+// The host keeps no copy of a script: the source goes from the caller's
+// string straight into guest memory, so a run's host memory is its guest
+// memory plus a small constant (see BenchmarkRunRSS), not a multiple of the
+// script's size.
+func TestHostCopiesNoSource(t *testing.T) {
+	code := strings.Repeat("# "+strings.Repeat("a", 1000)+"\n", 20<<10) + "print('ran')\n"
+	testSandbox(t)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res := run(t, wasmpy.Job{Code: code})
+	runtime.ReadMemStats(&after)
+	require.Nil(t, res.Error, res.Stderr)
+	require.Equal(t, "ran\n", res.Stdout)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	require.Less(t, allocated, uint64(len(code)/4), "the host allocated %d MiB for a %d MiB script", allocated>>20, len(code)>>20)
 }
