@@ -69,7 +69,7 @@ func execAction(c *cli.Context) error {
 	if err := writeOut(c, res); err != nil {
 		return err
 	}
-	return report(c, res)
+	return report(c, res, out == nil || out.atLineStart())
 }
 
 // execJob reads the code, the script's arguments and its stdin.
@@ -216,7 +216,7 @@ func unwrap(err error) error {
 
 // report prints a result: JSON, or, the script's output having been
 // streamed, the sandbox's outcome if it was not the script's own.
-func report(c *cli.Context, res *wasmpy.Result) error {
+func report(c *cli.Context, res *wasmpy.Result, atLineStart bool) error {
 	w, ew := c.App.Writer, c.App.ErrWriter
 	if c.Bool("json") {
 		if err := writeIndented(w, res); err != nil {
@@ -224,6 +224,9 @@ func report(c *cli.Context, res *wasmpy.Result) error {
 		}
 	} else {
 		if e := res.Error; e != nil && e.Kind != wasmpy.KindException && e.Kind != wasmpy.KindSyntax && e.Kind != wasmpy.KindExit {
+			if !atLineStart {
+				io.WriteString(ew, "\n")
+			}
 			fmt.Fprintf(ew, "wasmpy: %s\n", clean(e.Message))
 		}
 	}

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -221,6 +224,56 @@ func TestLimitFlagsOutOfRange(t *testing.T) {
 		require.Empty(t, out)
 		require.Contains(t, errOut, tc.msg, tc.args)
 	}
+
+// Without --json, exec streams the script's output as it is written, in
+// the order of its writes across stdout and stderr, and what it wrote
+// before a stop reaches the terminal.
+func TestExecStreams(t *testing.T) {
+	var both syncBuffer
+	code := run(context.Background(), []string{"wasmpy", "exec", "--timeout", "1s", "-c",
+		"import sys\nprint('a')\nsys.stderr.write('b\\n')\nsys.stdout.write('c')\nwhile True: pass\n"},
+		strings.NewReader(""), &both, &both)
+	require.Equal(t, 124, code)
+	require.Equal(t, "a\nb\nc\nwasmpy: time limit exceeded\n", both.String())
+
+	// The first line arrives while the script still runs.
+	r, w := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"wasmpy", "exec", "-c", "import time\nprint('first')\ntime.sleep(60)\n"},
+			strings.NewReader(""), w, io.Discard)
+		w.Close()
+	}()
+	line, err := bufio.NewReader(r).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "first\n", line)
+	select {
+	case <-done:
+		t.Fatal("the run ended: the line was not streamed")
+	default:
+	}
+	cancel()
+	go io.Copy(io.Discard, r)
+	<-done
+}
+
+// syncBuffer is a bytes.Buffer for stdout and stderr at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Links already in the --out directory never lead a write outside it.

@@ -21,6 +21,7 @@ type streams struct {
 	out, err  *bufio.Writer
 	last      *bufio.Writer // the stream written last, holding unflushed bytes
 	scheduled bool
+	midLine   bool // the last byte written was not a newline
 }
 
 func newStreams(stdout, stderr io.Writer) *streams {
@@ -44,6 +45,9 @@ func (sw streamWriter) Write(p []byte) (int, error) {
 		s.last.Flush()
 	}
 	s.last = sw.w
+	if len(p) > 0 {
+		s.midLine = p[len(p)-1] != '\n'
+	}
 	if !s.scheduled {
 		s.scheduled = true
 		time.AfterFunc(streamDelay, s.timedFlush)
@@ -56,6 +60,14 @@ func (s *streams) timedFlush() {
 	defer s.mu.Unlock()
 	s.scheduled = false
 	s.flushLocked()
+}
+
+// atLineStart reports whether the output so far ends a line, so that a
+// message of wasmpy's own can start on a line of its own.
+func (s *streams) atLineStart() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.midLine
 }
 
 // Flush writes out what is buffered; call it once the run has ended.
