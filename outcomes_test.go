@@ -193,3 +193,27 @@ func TestHostCopiesNoSource(t *testing.T) {
 	allocated := after.TotalAlloc - before.TotalAlloc
 	require.Less(t, allocated, uint64(len(code)/4), "the host allocated %d MiB for a %d MiB script", allocated>>20, len(code)>>20)
 }
+
+// A Job.Stdout that blocks holds up the script writing to it, never the
+// run's outcome past its deadline.
+func TestBlockedStream(t *testing.T) {
+	unblock := make(chan struct{})
+	defer close(unblock)
+	blocked := writerFunc(func(p []byte) (int, error) {
+		<-unblock
+		return len(p), nil
+	})
+	done := make(chan *wasmpy.Result, 1)
+	go func() {
+		res, _ := testSandbox(t).Run(context.Background(), wasmpy.Job{Code: "print('stuck')\n", Stdout: blocked,
+			Limits: wasmpy.Limits{Timeout: 300 * time.Millisecond}})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		require.NotNil(t, res)
+		require.Equal(t, wasmpy.KindTimeout, res.Error.Kind)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run waited for its blocked stream past its deadline")
+	}
+}

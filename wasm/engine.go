@@ -335,14 +335,14 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		ctx := experimental.WithMemoryAllocator(context.WithValue(runCtx, stateKey{}, st), mem)
 		runErr = e.runCommand(ctx, e.moduleConfig(st), string(jobJSON), st.meter, budget)
 	}
-	stdout.seal()
-	stderr.seal()
+	outBytes, outCut := stdout.seal()
+	errBytes, errCut := stderr.seal()
 	out := &Outcome{
 		Duration:        time.Since(start),
-		Stdout:          stdout.bytes(),
-		Stderr:          stderr.bytes(),
-		StdoutTruncated: stdout.truncated,
-		StderrTruncated: stderr.truncated,
+		Stdout:          outBytes,
+		Stderr:          errBytes,
+		StdoutTruncated: outCut,
+		StderrTruncated: errCut,
 		MemoryPeak:      mem.peak.Load(),
 		FuelUsed:        st.meter.used(),
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // capture keeps the first limit bytes written to a guest stream, and hands
@@ -11,25 +12,36 @@ import (
 // it drops the rest and calls full once, which stops the run. A stream that
 // fails gets nothing more; the capture goes on.
 type capture struct {
+	limit  int
+	full   func()
+	sealed atomic.Bool // the run has its outcome: later writes are dropped
+
 	mu        sync.Mutex
 	buf       bytes.Buffer
-	limit     int
 	truncated bool
-	full      func()
-	stream    io.Writer
-	sealed    bool // the run has its outcome: later writes are dropped
+
+	// The stream has a lock of its own: a writer that blocks holds up the
+	// guest writing to it, never the outcome of a run that has stopped.
+	streamMu sync.Mutex
+	stream   io.Writer
 }
 
 func (c *capture) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sealed {
+	if c.sealed.Load() {
 		return len(p), nil
 	}
+	c.streamMu.Lock()
 	if c.stream != nil {
 		if _, err := c.stream.Write(p); err != nil {
 			c.stream = nil
 		}
+	}
+	c.streamMu.Unlock()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sealed.Load() {
+		return len(p), nil
 	}
 	room := c.limit - c.buf.Len()
 	if len(p) <= room {
@@ -43,14 +55,17 @@ func (c *capture) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// seal ends the capture: what a stopped instance still writes, before it
-// unwinds, reaches neither the outcome nor the stream.
-func (c *capture) seal() {
+// seal ends the capture and returns what it kept and whether it cut the
+// rest: what a stopped instance still writes, before it unwinds, reaches
+// neither the outcome nor the stream.
+func (c *capture) seal() ([]byte, bool) {
+	c.sealed.Store(true)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sealed = true
+	return c.buf.Bytes(), c.truncated
 }
 
+// bytes is what the capture holds so far.
 func (c *capture) bytes() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
