@@ -3,6 +3,7 @@ package wasmpy_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +100,38 @@ func BenchmarkCLI(b *testing.B) {
 	b.Run("python3", func(b *testing.B) { benchNative(b, script) })
 }
 
+// BenchmarkPrintHeavy is a script printing a million lines (6.9 MB) into
+// a pipe: streamed as written (exec's default), captured whole for --json,
+// and native python3.
+func BenchmarkPrintHeavy(b *testing.B) {
+	bin, err := filepath.Abs("bin/wasmpy")
+	require.NoError(b, err)
+	_, err = os.Stat(bin)
+	require.NoError(b, err, "run make first")
+	script := "testdata/bench/print.py"
+	const size = 6888890
+	piped := func(b *testing.B, name string, args ...string) {
+		b.SetBytes(size)
+		for b.Loop() {
+			cmd := exec.Command(name, args...)
+			out, err := cmd.StdoutPipe()
+			require.NoError(b, err)
+			require.NoError(b, cmd.Start())
+			n, err := io.Copy(io.Discard, out)
+			require.NoError(b, err)
+			require.NoError(b, cmd.Wait())
+			if len(args) > 1 && args[1] == "--json" {
+				require.Greater(b, n, int64(size))
+			} else {
+				require.Equal(b, int64(size), n)
+			}
+		}
+	}
+	b.Run("wasmpy-streamed", func(b *testing.B) { piped(b, bin, "exec", script) })
+	b.Run("wasmpy-json", func(b *testing.B) { piped(b, bin, "exec", "--json", "--output-limit", "0", script) })
+	b.Run("python3", func(b *testing.B) { piped(b, nativePython(b), script) })
+}
+
 func benchSandbox(b *testing.B, kind string) *wasmpy.Sandbox {
 	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: kind})
 	require.NoError(b, err)
@@ -109,12 +142,17 @@ func benchSandbox(b *testing.B, kind string) *wasmpy.Sandbox {
 	return sb
 }
 
-// benchNative times native python3. It runs the interpreter itself, not a
-// wrapper such as pyenv's shim, which would add a shell's start to each run.
-func benchNative(b *testing.B, args ...string) {
+// nativePython is the python3 on PATH, itself, not a wrapper such as
+// pyenv's shim, which would add a shell's start to each run.
+func nativePython(b *testing.B) string {
 	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	require.NoError(b, err, "the yardstick needs python3 on PATH")
-	python := strings.TrimSpace(string(out))
+	return strings.TrimSpace(string(out))
+}
+
+// benchNative times native python3.
+func benchNative(b *testing.B, args ...string) {
+	python := nativePython(b)
 	for b.Loop() {
 		require.NoError(b, exec.Command(python, args...).Run())
 	}

@@ -20,6 +20,9 @@ const (
 	KindOutput    Kind = "output"    // stdout or stderr passed the output limit
 	KindFuel      Kind = "fuel"      // the fuel budget ran out
 	KindInternal  Kind = "internal"  // the interpreter itself failed
+	// KindInterrupted: a KeyboardInterrupt the script did not catch (see
+	// Job.Interrupt), or a run stopped by canceling its context; exit 130.
+	KindInterrupted Kind = "interrupted"
 )
 
 // Error says why a run failed. It is the guest's failure, reported in

@@ -38,7 +38,11 @@ import (
 type Limits struct {
 	Timeout time.Duration // wall clock; default 30s
 	Memory  uint64        // bytes of guest memory; default 256 MiB
-	Output  int           // bytes kept per stream (stdout, stderr); default 4 MiB
+	// Output is the most a stream (stdout, stderr) may carry before the
+	// run stops (KindOutput); NoOutputLimit means none. Result keeps that
+	// much of each. Default: 4 MiB; a stream the Job also sends to a
+	// writer has no limit by default, and Result keeps its first 4 MiB.
+	Output int
 	// Fuel is a deterministic compute budget (see the README); 0 means
 	// unlimited. A metered run sees a fixed clock and random seed, so the
 	// same job spends the same fuel on any machine.
@@ -50,6 +54,9 @@ const (
 	MaxMemory = 4 << 30       // the wasm32 address space
 	MaxFuel   = math.MaxInt64 // what the meter counts in
 )
+
+// NoOutputLimit, as Limits.Output, lets a run write without limit.
+const NoOutputLimit = wasm.NoOutputLimit
 
 // DefaultLimits are the limits where neither the Job nor the Config sets one.
 func DefaultLimits() Limits {
@@ -80,7 +87,7 @@ func (l Limits) Validate() error {
 	switch {
 	case l.Timeout < 0:
 		return fmt.Errorf("wasmpy: negative timeout %v", l.Timeout)
-	case l.Output < 0:
+	case l.Output < NoOutputLimit:
 		return fmt.Errorf("wasmpy: negative output limit %d", l.Output)
 	case l.Memory > MaxMemory:
 		return fmt.Errorf("wasmpy: memory limit %d exceeds %d (the wasm32 address space)", l.Memory, uint64(MaxMemory))
@@ -184,17 +191,32 @@ type InterpreterInfo struct {
 
 // Job is one piece of code to run.
 type Job struct {
-	Code     string
-	Filename string   // the script's name in tracebacks and sys.argv[0]; default "<string>"
+	Code string
+	// Filename is the script's name in tracebacks and sys.argv[0]; default
+	// "<string>", whose argv[0] is '-c' as in CPython ('-' for "<stdin>").
+	Filename string
 	Args     []string // sys.argv[1:]
-	Stdin    []byte   // nil: the script reads EOF
+	// Module, instead of Code, names a module to run as __main__, as
+	// python3 -m does.
+	Module string
+	// Interactive runs a REPL over Stdin after the code (or module, or
+	// nothing), as python3 -i does, until EOF or exit().
+	Interactive bool
+	// Stdin is what the script reads, as it asks for it; nil: EOF. A Read
+	// still waiting when the run ends is left behind (its bytes lost).
+	Stdin io.Reader
 	// Stdout and Stderr, when set, receive what the script writes to its
-	// stdout and stderr as it writes it, uncapped (the Result keeps a copy
-	// capped by Limits.Output). Writes come in the order the script made
-	// them, from the goroutine running the job: a slow writer slows the
-	// run, and one that fails gets nothing more.
+	// stdout and stderr as it writes it (the Result keeps a copy: see
+	// Limits.Output). Writes come in the order the script made them, from
+	// the goroutine running the job: a slow writer slows the run, and one
+	// that fails gets nothing more.
 	Stdout, Stderr io.Writer
-	Limits         Limits // zero fields: the sandbox's limits
+	// Interrupt raises KeyboardInterrupt in the script, once per value it
+	// receives, as SIGINT does in python3. To stop a run at once, cancel
+	// its context: Run then returns what the run did so far, of
+	// KindInterrupted.
+	Interrupt <-chan struct{}
+	Limits    Limits // zero fields: the sandbox's limits
 	// Workspace is the stable (read-only) directory of this run's workspace;
 	// "" means Config.Workspace.Stable.
 	Workspace string
@@ -209,13 +231,14 @@ type Job struct {
 }
 
 // Run executes job in a fresh instance and reports how it went. The error
-// is for the host's own problems (bad job, canceled ctx); everything the
-// guest did, including failing, is in the Result.
+// is for the host's own problems (a bad job, a ctx canceled before the run
+// began); everything the guest did, including failing or being stopped,
+// is in the Result.
 func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if job.Code == "" {
+	if job.Code == "" && job.Module == "" && !job.Interactive {
 		return nil, ErrNoCode
 	}
 	if err := job.Limits.Validate(); err != nil {
@@ -227,7 +250,8 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 		return nil, err
 	}
 	out, err := s.engine.Run(ctx, &wasm.Run{
-		Code: job.Code, Filename: job.Filename, Args: job.Args, Stdin: job.Stdin, Stdout: job.Stdout, Stderr: job.Stderr,
+		Code: job.Code, Filename: job.Filename, Args: job.Args, Module: job.Module, Interactive: job.Interactive, Stdin: job.Stdin,
+		Stdout: job.Stdout, Stderr: job.Stderr, Interrupt: job.Interrupt,
 		Timeout: lim.Timeout, MemoryLimit: lim.Memory, OutputLimit: lim.Output, Fuel: lim.Fuel,
 		Deterministic: lim.Fuel > 0, Host: caps.table, AllowImports: s.cfg.AllowImports,
 		FS: caps.workspace.SysFS,

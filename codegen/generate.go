@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -277,7 +278,7 @@ func (g *Generator) Function(ctx context.Context, signature string, args []any, 
 		data:    promptData{Signature: signature, Function: name},
 		rules:   rules,
 		job: func(code string) wasmpy.Job {
-			return wasmpy.Job{Code: code + harness(name), Filename: "generated.py", Stdin: append(call, '\n'),
+			return wasmpy.Job{Code: code + harness(name), Filename: "generated.py", Stdin: bytes.NewReader(append(call, '\n')),
 				Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()}
 		},
 		requireResult: true,

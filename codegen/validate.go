@@ -121,7 +121,7 @@ func validate(ctx context.Context, sb *wasmpy.Sandbox, items []validateItem, mod
 	if err != nil {
 		return nil, fmt.Errorf("codegen: validator input: %w", err)
 	}
-	res, err := sb.Run(ctx, wasmpy.Job{Code: validatorSource, Filename: "<wasmpy-validator>", Stdin: in, Limits: validatorLimits})
+	res, err := sb.Run(ctx, wasmpy.Job{Code: validatorSource, Filename: "<wasmpy-validator>", Stdin: bytes.NewReader(in), Limits: validatorLimits})
 	if err != nil {
 		return nil, fmt.Errorf("codegen: validator: %w", err)
 	}

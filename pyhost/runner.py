@@ -10,6 +10,7 @@ import binascii
 import builtins
 import io
 import json
+import linecache
 import os
 import sys
 import traceback
@@ -27,6 +28,7 @@ _dumps, _loads = json.dumps, json.loads
 _exit, _write = os._exit, os.write
 _format_exception = traceback.format_exception
 _unbase64 = binascii.a2b_base64
+from importlib.util import decode_source as _decode_source
 
 # A report's message and traceback are cut to this many characters, so that
 # an exception with a huge message still gets reported.
@@ -78,6 +80,13 @@ def init(wasmpy_source):
     _api.__dict__["_call"] = _Transport.call
     exec(compile(wasmpy_source, "<wasmpy>", "exec"), _api.__dict__)
     sys.modules["wasmpy"] = _api
+    # The host raises SIGINT's KeyboardInterrupt through the interpreter's
+    # PyErr_SetInterruptEx, which needs SIGINT to have Python's handler.
+    try:
+        import signal
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except (ImportError, AttributeError, OSError, ValueError):
+        pass
     _guard_chmod()
 
 
@@ -177,15 +186,47 @@ def _type_name(typ):
     return module + "." + name
 
 
-def _error_report(kind, exc, skip_frames):
-    """Describes exc for the host, without the runner's own frames. It never
-    raises, whatever exc's class does."""
+# The sandbox's own code: its frames never show in a traceback.
+_HIDDEN = ("<wasmpy>", "<wasmpy-runner>")
+
+
+def _strip(tb):
+    """tb without the frames of the sandbox's own code."""
+    kept = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename not in _HIDDEN:
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
+
+
+def _strip_chain(exc):
+    """Strips the sandbox's frames from exc and the exceptions it chains."""
+    seen, todo = set(), [exc]
+    while todo:
+        e = todo.pop()
+        if not isinstance(e, BaseException) or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = _strip(e.__traceback__)
+        todo.extend((e.__cause__, e.__context__))
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+
+
+def _error_report(kind, exc):
+    """Describes exc for the host, without the sandbox's own frames. It
+    never raises, whatever exc's class does."""
     typ = type(exc)
     name = _type_name(typ)
+    try:
+        _strip_chain(exc)
+    except BaseException:
+        pass
     tb = exc.__traceback__
-    for _ in range(skip_frames):
-        if tb is not None:
-            tb = tb.tb_next
     text = _safe(lambda: "".join(_format_exception(typ, exc, tb)),
                  "%s: <exception could not be formatted>\n" % name)
     report = {"status": kind, "type": name,
@@ -223,7 +264,7 @@ def _exit_code(code):
 
 
 def _failed(kind, exc):
-    report, text = _error_report(kind, exc, 1)
+    report, text = _error_report(kind, exc)
     _flush()
     _stderr(text)
     return report
@@ -231,36 +272,79 @@ def _failed(kind, exc):
 
 def run(job, read_source):
     """Runs the source read_source() returns (bytes, decoded as CPython
-    decodes a script file) as __main__ and returns the report (a dict). The
-    source is dropped once compiled, so the code can use its memory."""
+    decodes a script file), or the job's module, as __main__, then, for an
+    interactive job, a REPL (as python3 -i), and returns the report (a
+    dict). The source is dropped once compiled, so the code can use its
+    memory."""
     sys.argv = list(job.get("argv") or ["<string>"])
     try:
         os.chdir("/workspace")  # the run's workspace, when the host mounts one
     except OSError:
         pass
-    filename = job.get("filename") or "<string>"
     _install(job)
     _reseed()
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = builtins
-    main.__file__ = filename
     sys.modules["__main__"] = main
+    report = _run_main(job, main, read_source)
+    if not job.get("interactive") or report["status"] == "exit":
+        return report
+    _flush()
     try:
-        source = read_source()
-        code = compile(source, filename, "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as e:
-        return _failed("syntax", e)
-    except BaseException as e:  # MemoryError, RecursionError
-        return _failed("exception", e)
-    del source
-    try:
-        exec(code, main.__dict__)
+        _interact(sys.modules["__main__"].__dict__,
+                  banner=job.get("banner"))
     except SystemExit as e:
-        status = _exit_code(e.code)
-        return {"status": "exit" if status else "ok", "exit_code": status}
+        return _exit_report(e)
     except BaseException as e:
         return _failed("exception", e)
     return {"status": "ok", "exit_code": 0}
+
+
+def _run_main(job, main, read_source):
+    """Runs the job's source or module in main."""
+    module = job.get("module")
+    try:
+        if module:
+            import runpy
+            runpy._run_module_as_main(module, alter_argv=True)
+            return {"status": "ok", "exit_code": 0}
+        filename = job.get("filename") or "<string>"
+        main.__file__ = filename
+        try:
+            source = read_source()
+            code = compile(source, filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as e:
+            return _failed("syntax", e)
+        except BaseException as e:  # MemoryError, RecursionError
+            return _failed("exception", e)
+        # Tracebacks show source lines, as CPython's do, from linecache:
+        # the guest has no file to read them from.
+        text = _decode_source(source)
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        del source, text
+        exec(code, main.__dict__)
+    except SystemExit as e:
+        return _exit_report(e)
+    except BaseException as e:
+        return _failed("exception", e)
+    return {"status": "ok", "exit_code": 0}
+
+
+def _exit_report(e):
+    status = _exit_code(e.code)
+    return {"status": "exit" if status else "ok", "exit_code": status}
+
+
+def _interact(namespace, banner):
+    """python3's REPL over stdin, in namespace, until EOF or exit()."""
+    import code
+    sys.ps1, sys.ps2 = ">>> ", "... "
+    console = code.InteractiveConsole(namespace, filename="<stdin>")
+    if banner:
+        banner = ("Python %s on %s, in the wasmpy sandbox\n"
+                  'Type "help", "copyright", "credits" or "license" for more information.'
+                  % (sys.version, sys.platform))
+    console.interact(banner=banner or "", exitmsg="")
 
 
 def _run_safely(job, read_source):

@@ -1,12 +1,14 @@
 package skills
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -194,7 +196,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	}
 	rec := &Record{Skill: s.Name, Version: s.Version, ActorID: req.ActorID, ActorType: req.ActorType,
 		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash}
-	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: stdin, Limits: s.Limits, Grants: s.Grants()}
+	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: bytes.NewReader(stdin), Limits: s.Limits, Grants: s.Grants()}
 	return e.run(ctx, rec, job, func(x *Execution) {
 		out := x.Result.Result
 		if x.Error != nil {
@@ -248,6 +250,8 @@ type ExecRequest struct {
 	Limits    wasmpy.Limits
 	ActorID   string
 	ActorType string
+	// Stdout and Stderr, when set, get the output as the code writes it.
+	Stdout, Stderr io.Writer
 }
 
 // Exec runs raw code in a fresh pure-compute instance (the only capability
@@ -273,7 +277,8 @@ func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error
 		return nil, err
 	}
 	rec := &Record{ActorID: req.ActorID, ActorType: req.ActorType, CodeHash: HashBytes([]byte(req.Code)), InputsHash: inputsHash}
-	job := wasmpy.Job{Code: req.Code, Filename: "<exec>", Args: req.Args, Stdin: []byte(req.Stdin), Limits: req.Limits,
+	job := wasmpy.Job{Code: req.Code, Filename: "<exec>", Args: req.Args, Stdin: strings.NewReader(req.Stdin), Limits: req.Limits,
+		Stdout: req.Stdout, Stderr: req.Stderr,
 		Grants: []wasmpy.Capability{wasmpy.SubmitResult}}
 	return e.run(ctx, rec, job, nil)
 }
@@ -293,6 +298,9 @@ func (e *Executor) run(ctx context.Context, rec *Record, job wasmpy.Job, check f
 		}
 	}
 	res, runErr := e.sb.Run(ctx, job)
+	if runErr == nil && res.Error != nil && res.Error.Kind == wasmpy.KindInterrupted && ctx.Err() != nil {
+		runErr = ctx.Err() // the caller went away
+	}
 	finished := time.Now().UTC()
 	rec.FinishedAt = &finished
 	x := &Execution{Record: rec, Result: res}

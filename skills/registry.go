@@ -486,7 +486,7 @@ func (l *loader) checkHandler(ctx context.Context, s *Skill) []string {
 	if err != nil {
 		return []string{err.Error()}
 	}
-	res, err := l.opts.Checker.Run(ctx, wasmpy.Job{Code: checkHandlersPy, Filename: "<check_handlers>", Stdin: in,
+	res, err := l.opts.Checker.Run(ctx, wasmpy.Job{Code: checkHandlersPy, Filename: "<check_handlers>", Stdin: bytes.NewReader(in),
 		Limits: wasmpy.Limits{Timeout: l.opts.SkillTimeout, Memory: 256 << 20, Output: 1 << 20}})
 	switch {
 	case err != nil:

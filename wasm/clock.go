@@ -53,8 +53,8 @@ func (c *clock) tick() int64 {
 	return c.fake
 }
 
-// sleep waits d or until ctx is done, whichever comes first.
-func (c *clock) sleep(ctx context.Context, d time.Duration) {
+// sleep waits d or until ctx is done or wake fires, whichever comes first.
+func (c *clock) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) {
 	if c.deterministic {
 		c.mu.Lock()
 		c.fake += int64(d)
@@ -68,6 +68,7 @@ func (c *clock) sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	case <-wake:
 	}
 }
 
@@ -107,6 +108,7 @@ func pollOneoffErrno(ctx context.Context, mod api.Module, in, out, n, resultPtr 
 	if n == 0 { // the instrumented code asking for fuel (see refuelImport)
 		if st := stateFrom(ctx); st != nil {
 			st.meter.refuel(ctx)
+			st.intr.deliver()
 		}
 		return errnoInval
 	}
@@ -165,7 +167,12 @@ func pollOneoffErrno(ctx context.Context, mod api.Module, in, out, n, resultPtr 
 	case ready: // only timers already past fire
 		fire = 0
 	case sleep:
-		clk.sleep(ctx, fire)
+		if st := stateFrom(ctx); st != nil {
+			clk.sleep(ctx, fire, st.intr.wake)
+			st.intr.deliver() // CPython checks for it as the sleep returns
+		} else {
+			clk.sleep(ctx, fire, nil)
+		}
 	}
 	// The second pass writes an event for each subscription that is ready
 	// (a guest that overlaps its events with its subscriptions reads back

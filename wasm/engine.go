@@ -43,6 +43,7 @@ import (
 const (
 	DefaultMemoryLimit = 256 << 20
 	DefaultOutputLimit = 4 << 20
+	NoOutputLimit      = -1
 )
 
 // Config says which interpreter an Engine runs.
@@ -167,16 +168,29 @@ type Run struct {
 	Code     string
 	Filename string   // shown in tracebacks; "" means "<string>"
 	Args     []string // sys.argv[1:]
-	Stdin    []byte   // nil: the guest reads EOF
-	// Stdout and Stderr, when set, receive the guest's streams as it
-	// writes them, uncapped; the Outcome keeps its capped copy. The guest's
-	// streams are unbuffered, so each write arrives at once, in order.
+	// Module, instead of Code, names a module to run as __main__ (python -m).
+	Module string
+	// Interactive reads and runs statements from stdin after the code, as
+	// python3 -i does: the REPL.
+	Interactive bool
+	// Stdin is read as the guest asks for it; nil: the guest reads EOF.
+	Stdin io.Reader
+	// Stdout and Stderr, when set, get the guest's output as it writes it,
+	// beside the Outcome's capture. The guest's streams are unbuffered, so
+	// each write arrives at once, in order.
 	Stdout, Stderr io.Writer
+	// Interrupt raises KeyboardInterrupt in the guest, once per value
+	// received, as SIGINT does in python3.
+	Interrupt <-chan struct{}
 
 	Timeout     time.Duration // 0: only ctx bounds the run
 	MemoryLimit uint64        // bytes of linear memory; 0: DefaultMemoryLimit
-	OutputLimit int           // bytes per stream; 0: DefaultOutputLimit
-	Fuel        uint64        // compute budget; 0: unlimited
+	// OutputLimit is the most a stream may carry before the run is stopped
+	// (KindOutput): 0 means DefaultOutputLimit, or no limit for a stream
+	// with a writer; NoOutputLimit means none. The Outcome keeps the first
+	// OutputLimit bytes, or DefaultOutputLimit of a stream with a writer.
+	OutputLimit int
+	Fuel        uint64 // compute budget; 0: unlimited
 	// Deterministic pins what would make two runs differ: the guest sees a
 	// fake clock and a seeded random source.
 	Deterministic bool
@@ -198,6 +212,9 @@ const (
 	KindOutput    = "output"
 	KindFuel      = "fuel"
 	KindInternal  = "internal"
+	// KindInterrupted: a KeyboardInterrupt nobody caught, or a run stopped
+	// from outside (its context canceled).
+	KindInterrupted = "interrupted"
 )
 
 // Failure says why a run did not succeed.
@@ -250,15 +267,36 @@ type job struct {
 	Capabilities []string `json:"capabilities"`
 	AllowImports []string `json:"allow_imports"`
 	Nonce        string   `json:"nonce,omitempty"`
+	Module       string   `json:"module,omitempty"`
+	Interactive  bool     `json:"interactive,omitempty"`
+	Banner       bool     `json:"banner,omitempty"` // a REPL with nothing to run first
 }
 
-var errOutput = errors.New("output limit exceeded")
+// argv0 is sys.argv[0] for a script named filename: as in CPython, '-c'
+// for code given as a string and '-' for code read from stdin.
+func argv0(filename string) string {
+	switch filename {
+	case "<string>":
+		return "-c"
+	case "<stdin>":
+		return "-"
+	}
+	return filename
+}
+
+var (
+	errOutput      = errors.New("output limit exceeded")
+	errInterrupted = errors.New("interrupted, and this interpreter cannot raise KeyboardInterrupt")
+)
 
 // Run executes one job in a fresh instance. The error is for the host's own
 // failures (a canceled ctx, a broken engine); the guest's are in Outcome.
 func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if r.OutputLimit < NoOutputLimit {
+		return nil, fmt.Errorf("wasmpy: negative output limit %d", r.OutputLimit)
 	}
 	e.runs.RLock()
 	defer e.runs.RUnlock()
@@ -275,10 +313,6 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if memLimit == 0 {
 		memLimit = DefaultMemoryLimit
 	}
-	outLimit := r.OutputLimit
-	if outLimit == 0 {
-		outLimit = DefaultOutputLimit
-	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(e.alive, func() { cancel(errClosed) })()
@@ -288,14 +322,14 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		defer stop()
 	}
 	full := func() { cancel(errOutput) }
-	stdout := &capture{limit: outLimit, full: full, stream: r.Stdout}
-	stderr := &capture{limit: outLimit, full: full, stream: r.Stderr}
+	stdout, stderr := r.output(r.Stdout, full), r.output(r.Stderr, full)
 
 	filename := r.Filename
 	if filename == "" {
 		filename = "<string>"
 	}
-	j := job{Filename: filename, Argv: append([]string{filename}, r.Args...),
+	j := job{Filename: filename, Argv: append([]string{argv0(filename)}, r.Args...),
+		Module: r.Module, Interactive: r.Interactive, Banner: r.Interactive && r.Code == "" && r.Module == "",
 		Capabilities: r.Host.Names(), AllowImports: r.AllowImports}
 	if e.interp.Kind != assets.Wasmpy {
 		j.SourceBase64, j.Nonce = []byte(r.Code), nonce()
@@ -318,6 +352,21 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	st.bind(runCtx, r, jobJSON, stdout, stderr)
 	if p == nil {
 		close(st.ready) // no parked runner waits for it, but a _job call must not
+	}
+	st.intr.stop = func() { cancel(errInterrupted) }
+	if r.Interrupt != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			for {
+				select {
+				case <-r.Interrupt:
+					st.intr.raise()
+				case <-stop:
+					return
+				}
+			}
+		}()
 	}
 	budget := int64(math.MaxInt64)
 	if r.Fuel > 0 {
@@ -351,10 +400,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if j.Nonce != "" {
 		out.Stderr, rep = cutReport(out.Stderr, j.Nonce)
 	}
-	if cause := context.Cause(runCtx); errors.Is(cause, context.Canceled) && ctx.Err() != nil {
-		return nil, ctx.Err() // the caller gave up: no outcome to speak of
-	}
-	e.classify(out, runCtx, runErr, rep, mem, st.meter)
+	e.classify(out, r, runCtx, runErr, rep, mem, st.meter, stdout.limit)
 	return out, nil
 }
 
@@ -365,7 +411,7 @@ func (e *Engine) moduleConfig(st *runState) wazero.ModuleConfig {
 		WithWalltime(func() (int64, int32) { return st.clock.walltime() }, 1).
 		WithNanotime(func() int64 { return st.clock.nanotime() }, 1).
 		WithRandSource(readerFunc(func(p []byte) (int, error) { return st.random.Read(p) })).
-		WithStdin(readerFunc(func(p []byte) (int, error) { return st.stdin.Read(p) })).
+		WithStdin(readerFunc(st.readStdin)).
 		WithStdout(writerFunc(func(p []byte) (int, error) { return st.stdout.Write(p) })).
 		WithStderr(writerFunc(func(p []byte) (int, error) { return st.stderr.Write(p) })).
 		WithEnv("PYTHONHASHSEED", "0").WithEnv("PYTHONDONTWRITEBYTECODE", "1")
@@ -393,6 +439,9 @@ func (e *Engine) runCommand(ctx context.Context, cfg wazero.ModuleConfig, jobJSO
 		return err
 	}
 	defer m.Close(ctx)
+	if st := stateFrom(ctx); st != nil {
+		st.intr.mod, st.intr.ctx = m, ctx
+	}
 	meter.start(m, budget)
 	defer meter.stop()
 	_, err = call(ctx, m, "_start")
@@ -413,7 +462,7 @@ func (e *Engine) newMeter() *meter {
 // well). The guest's report only describes how its code ended; it can
 // neither claim a limit nor hide one, and when it is missing, or disagrees
 // with the exit status the host saw, the host's view wins.
-func (e *Engine) classify(out *Outcome, ctx context.Context, runErr error, rep *report, mem *memory, meter *meter) {
+func (e *Engine) classify(out *Outcome, r *Run, ctx context.Context, runErr error, rep *report, mem *memory, meter *meter, outLimit int64) {
 	var exit *sys.ExitError
 	exited := errors.As(runErr, &exit)
 	if rep != nil && exited && int(exit.ExitCode()) != rep.status() {
@@ -422,13 +471,19 @@ func (e *Engine) classify(out *Outcome, ctx context.Context, runErr error, rep *
 	ended := rep != nil && rep.status() == 0 && (runErr == nil || exited)
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errOutput):
-		out.Failure = &Failure{Kind: KindOutput, Message: "output limit exceeded: the run was stopped"}
+		out.Failure = &Failure{Kind: KindOutput, Message: fmt.Sprintf("output limit of %s reached: the run was stopped", sizeText(uint64(outLimit)))}
+	case errors.Is(cause, context.DeadlineExceeded) && r.Timeout > 0:
+		out.Failure = &Failure{Kind: KindTimeout, Message: "timed out after " + r.Timeout.String()}
 	case errors.Is(cause, context.DeadlineExceeded):
-		out.Failure = &Failure{Kind: KindTimeout, Message: "time limit exceeded"}
+		out.Failure = &Failure{Kind: KindTimeout, Message: "timed out: the caller's deadline passed"}
+	case ctx.Err() != nil && !errors.Is(cause, errClosed):
+		// The caller canceled the run (or interrupted an interpreter that
+		// cannot raise KeyboardInterrupt): cause says why.
+		out.Failure = &Failure{Kind: KindInterrupted, Message: "stopped: " + cause.Error()}
 	case meter.exhausted() && runErr != nil:
 		out.Failure = &Failure{Kind: KindFuel, Message: fmt.Sprintf("fuel budget of %d units exhausted", meter.budget)}
 	case mem.refused.Load() && !ended:
-		out.Failure = &Failure{Kind: KindMemory, Message: fmt.Sprintf("memory limit of %d bytes exceeded", mem.limit)}
+		out.Failure = &Failure{Kind: KindMemory, Message: fmt.Sprintf("memory limit of %s reached", sizeText(mem.limit))}
 		if rep != nil && rep.Status == KindException {
 			out.Failure.Type, out.Failure.Traceback = rep.Type, rep.Traceback
 		}
@@ -439,7 +494,14 @@ func (e *Engine) classify(out *Outcome, ctx context.Context, runErr error, rep *
 			if out.ExitCode != 0 {
 				out.Failure = &Failure{Kind: KindExit, Message: fmt.Sprintf("exit status %d", out.ExitCode)}
 			}
-		case KindSyntax, KindException:
+		case KindException:
+			if rep.Type == "KeyboardInterrupt" {
+				out.Failure = &Failure{Kind: KindInterrupted, Type: rep.Type, Message: "KeyboardInterrupt", Traceback: rep.Traceback}
+				out.ExitCode = ExitCode(KindInterrupted)
+				return
+			}
+			fallthrough
+		case KindSyntax:
 			out.Failure = &Failure{Kind: rep.Status, Type: rep.Type, Message: rep.Message, Traceback: rep.Traceback, Line: rep.Line}
 		default:
 			out.Failure = &Failure{Kind: KindInternal, Message: "the runner reported status " + rep.Status}
@@ -503,6 +565,8 @@ func ExitCode(kind string) int {
 		return 121
 	case KindInternal:
 		return 120
+	case KindInterrupted:
+		return 130 // 128 + SIGINT, as python3
 	}
 	return 1
 }
@@ -554,4 +618,34 @@ func (r *readOnlyFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.F
 		return nil, experimentalsys.EROFS
 	}
 	return r.ReadFS.OpenFile(path, flag, perm)
+}
+
+// output makes one of the run's streams: see OutputLimit.
+func (r *Run) output(w io.Writer, full func()) *output {
+	limit := int64(r.OutputLimit)
+	if limit == 0 {
+		limit = DefaultOutputLimit
+		if w != nil {
+			limit = NoOutputLimit
+		}
+	}
+	keep := int64(math.MaxInt)
+	if limit >= 0 {
+		keep = limit
+	}
+	if w != nil {
+		keep = min(keep, DefaultOutputLimit)
+	}
+	return &output{w: w, keep: int(keep), limit: limit, full: full}
+}
+
+// sizeText writes n bytes as people do: 64 MiB, 1.5 GiB, 100 B.
+func sizeText(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i, f := 0, float64(n)
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", f), "0"), ".") + " " + units[i]
 }

@@ -62,11 +62,12 @@ type runState struct {
 	host   hostfuncs.Table
 	job    []byte
 	source []byte // the code, shared with the Run's string: never written
-	stdin  io.Reader
+	stdin  *stdin
 	stdout io.Writer
 	stderr io.Writer
 	random io.Reader
 	fs     experimentalsys.FS // the run's file system at /; nil: none
+	intr   interrupter
 
 	mu      sync.Mutex
 	pending []byte
@@ -78,7 +79,7 @@ type runState struct {
 func newRunState(m *meter) *runState {
 	return &runState{meter: m, waiting: make(chan struct{}), ready: make(chan struct{}),
 		ctx: context.Background(), clock: newClock(false), random: rand.Reader,
-		stdin: bytes.NewReader(nil), stdout: io.Discard, stderr: io.Discard}
+		stdin: newStdin(nil), stdout: io.Discard, stderr: io.Discard, intr: newInterrupter()}
 }
 
 // bind gives the state its run; the instance sees it once ready is closed.
@@ -90,7 +91,7 @@ func (st *runState) bind(ctx context.Context, r *Run, job []byte, stdout, stderr
 	if r.Code != "" {
 		st.source = unsafe.Slice(unsafe.StringData(r.Code), len(r.Code))
 	}
-	st.stdin, st.stdout, st.stderr = bytes.NewReader(r.Stdin), stdout, stderr
+	st.stdin, st.stdout, st.stderr = newStdin(r.Stdin), stdout, stderr
 	if r.FS != nil {
 		st.fs = r.FS(st.clock.wallNanos)
 	}

@@ -7,67 +7,104 @@ import (
 	"sync/atomic"
 )
 
-// capture keeps the first limit bytes written to a guest stream, and hands
-// every write to stream, when there is one, as it happens. Past the limit
-// it drops the rest and calls full once, which stops the run. A stream that
-// fails gets nothing more; the capture goes on.
-type capture struct {
-	limit  int
+// output is one guest stream. Every write goes through to w, if any, as
+// the guest makes it, and the first keep bytes are captured for the
+// Outcome. Past limit bytes in all (limit < 0: none) the rest is dropped
+// and full is called once, which stops the run. A w that fails gets
+// nothing more; the capture goes on.
+type output struct {
+	keep   int
+	limit  int64
 	full   func()
 	sealed atomic.Bool // the run has its outcome: later writes are dropped
 
 	mu        sync.Mutex
 	buf       bytes.Buffer
+	written   int64
 	truncated bool
 
 	// The stream has a lock of its own: a writer that blocks holds up the
 	// guest writing to it, never the outcome of a run that has stopped.
 	streamMu sync.Mutex
-	stream   io.Writer
+	w        io.Writer
 }
 
-func (c *capture) Write(p []byte) (int, error) {
-	if c.sealed.Load() {
-		return len(p), nil
+func (o *output) Write(p []byte) (int, error) {
+	n := len(p)
+	if o.sealed.Load() {
+		return n, nil
 	}
-	c.streamMu.Lock()
-	if c.stream != nil {
-		if _, err := c.stream.Write(p); err != nil {
-			c.stream = nil
+	o.mu.Lock()
+	if o.sealed.Load() {
+		o.mu.Unlock()
+		return n, nil
+	}
+	if o.limit >= 0 && o.written+int64(n) > o.limit {
+		p = p[:max(o.limit-o.written, 0)]
+		if !o.truncated {
+			o.truncated = true
+			o.full()
 		}
 	}
-	c.streamMu.Unlock()
+	o.written += int64(len(p))
+	if room := o.keep - o.buf.Len(); len(p) <= room {
+		o.buf.Write(p)
+	} else {
+		o.buf.Write(p[:max(room, 0)])
+		o.truncated = true
+	}
+	o.mu.Unlock()
 
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.sealed.Load() {
-		return len(p), nil
+	if len(p) > 0 {
+		o.streamMu.Lock()
+		if o.w != nil {
+			if _, err := o.w.Write(p); err != nil {
+				o.w = nil
+			}
+		}
+		o.streamMu.Unlock()
 	}
-	room := c.limit - c.buf.Len()
-	if len(p) <= room {
-		return c.buf.Write(p)
-	}
-	c.buf.Write(p[:max(room, 0)])
-	if !c.truncated {
-		c.truncated = true
-		c.full()
-	}
-	return len(p), nil
+	return n, nil
 }
 
-// seal ends the capture and returns what it kept and whether it cut the
+// seal ends the output and returns what it kept and whether it cut the
 // rest: what a stopped instance still writes, before it unwinds, reaches
 // neither the outcome nor the stream.
-func (c *capture) seal() ([]byte, bool) {
-	c.sealed.Store(true)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.Bytes(), c.truncated
+func (o *output) seal() ([]byte, bool) {
+	o.sealed.Store(true)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Bytes(), o.truncated
 }
 
-// bytes is what the capture holds so far.
-func (c *capture) bytes() []byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.Bytes()
+// bytes is what the output holds so far.
+func (o *output) bytes() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Bytes()
+}
+
+// reportCut passes a plain WASI build's stderr on up to the runner's
+// report, which starts with the run's nonce (see cutReport): the report is
+// for the host, not the script's output.
+type reportCut struct {
+	w     io.Writer
+	nonce []byte
+	cut   bool
+}
+
+func (r *reportCut) Write(p []byte) (int, error) {
+	if r.cut {
+		return len(p), nil
+	}
+	q := p
+	if i := bytes.Index(p, r.nonce); i >= 0 { // the runner writes it whole, after a newline
+		r.cut, q = true, bytes.TrimSuffix(p[:i], []byte("\n"))
+	}
+	if len(q) > 0 {
+		if _, err := r.w.Write(q); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
 }

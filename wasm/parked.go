@@ -111,6 +111,7 @@ func (e *Engine) park() (*parked, error) {
 	if mem.mapping != nil {
 		prefault(e.image, mem.mapping)
 	}
+	st.intr.mod, st.intr.ctx = m, ctx
 	p := &parked{mod: m, mem: mem, st: st, cancel: cancel, done: make(chan struct{}), lingering: &e.lingering}
 	st.meter.start(m, math.MaxInt64) // the runner's start is not the run's
 	go func() {

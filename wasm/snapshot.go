@@ -51,7 +51,7 @@ func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 // returns the memory afterwards. Mutable state outside linear memory is only
 // the stack pointer, which is back at its start when the host regains control.
 func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
-	stderr := &capture{limit: 64 << 10, full: func() {}}
+	stderr := &output{keep: 64 << 10, limit: NoOutputLimit, full: func() {}}
 	st := newRunState(e.newMeter())
 	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
 	ctx = context.WithValue(ctx, stateKey{}, st)

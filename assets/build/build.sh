@@ -28,7 +28,8 @@ readonly LLVM=/usr/lib/llvm-19/bin
 # for the first imports (json, re, ... take it to ~17 MiB) without growing. There is no maximum; the host limits memory.
 readonly INITIAL_MEMORY=$((20 * 1024 * 1024))
 readonly STACK_SIZE=8388608
-readonly EXPORTS=(_initialize Py_InitializeEx PyRun_SimpleString malloc free)
+# PyErr_SetInterruptEx lets the host raise KeyboardInterrupt in a run (Ctrl-C).
+readonly EXPORTS=(_initialize Py_InitializeEx PyRun_SimpleString PyErr_SetInterruptEx malloc free)
 readonly TOOL_PACKAGES=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32
 	gcc make libc6-dev zlib1g-dev jq xz-utils)
 
@@ -106,7 +107,8 @@ outdir_verified() {
 		[ "$(jq -r --arg n "$name" '.inputs[$n].sha256' "$LOCK")" = \
 			"$(jq -r --arg n "$name" '.inputs[$n].sha256 // empty' "$m")" ] || return 1
 	done
-	[ "$(jq -r '.inputs["wasmpymodule.c"].sha256 // empty' "$m")" = "$(sha256 "$MODULE_C")" ]
+	[ "$(jq -r '.inputs["wasmpymodule.c"].sha256 // empty' "$m")" = "$(sha256 "$MODULE_C")" ] &&
+		[ "$(jq -r '.exports // [] | join(" ")' "$m")" = "${EXPORTS[*]}" ]
 }
 
 if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ] && outdir_verified; then
@@ -492,8 +494,10 @@ ZIP_SHA=$(sha256 "$STAGE/python313.zip")
 jq -n --arg v "$PY_VERSION" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
 	--arg pv "${IN_VER[python3.13]}" --arg ps "${IN_SHA[python3.13]}" \
 	--arg lv "${IN_VER[wasi-libc]}" --arg ls "${IN_SHA[wasi-libc]}" \
-	--arg zv "${IN_VER[zlib]}" --arg zs "${IN_SHA[zlib]}" --arg ms "$MODULE_SHA" '{
+	--arg zv "${IN_VER[zlib]}" --arg zs "${IN_SHA[zlib]}" --arg ms "$MODULE_SHA" \
+	--arg ex "${EXPORTS[*]}" '{
 	python_version: $v,
+	exports: ($ex | split(" ")),
 	outputs: {"python.wasm": $w, "python313.zip": $z},
 	inputs: {
 		"python3.13": {version: $pv, sha256: $ps},

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -12,25 +14,38 @@ import (
 	"github.com/wasmpy/wasmpy"
 )
 
-const maxInput = 64 << 20 // the most code or stdin wasmpy reads
+const maxInput = 64 << 20 // the most code wasmpy reads
 
 func execCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "exec",
-		Usage:     "run a Python script in the sandbox",
-		ArgsUsage: "[SCRIPT | -] [--] [ARGS...]",
-		Description: "Runs SCRIPT (a file; - reads the code from stdin; or -c CODE) in a fresh sandbox.\n" +
-			"Without --json, mirrors the script: its stdout and stderr as it writes them, its exit status.\n" +
-			"Sandbox outcomes exit with their own status: 120 internal, 121 memory,\n" +
-			"122 output, 123 fuel, 124 timeout; 2 is a usage error, 125 a wasmpy failure.",
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "c", Usage: "run `CODE` instead of a script"},
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the whole result"},
-			&cli.StringFlag{Name: "stdin", Usage: "give the script this `FILE` as stdin (- for wasmpy's own stdin); default: none"},
-			&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in), none, or names such as read_file,submit_result"},
-			interpreterFlag, cacheFlag,
-		}, append(limitFlags(), capabilityFlags()...)...),
+		Usage:     "run a Python script in the sandbox, as python3 does",
+		ArgsUsage: "[-c CODE | -m MODULE | SCRIPT | -] [ARGS...]",
+		Description: "Runs SCRIPT (a file; - reads the code from stdin), -c CODE or -m MODULE in a fresh\n" +
+			"sandbox. As with python3, wasmpy's flags come first: everything after the script, CODE or\n" +
+			"MODULE is the script's sys.argv[1:]. With no script, stdin is the code, or, on a terminal,\n" +
+			"an interactive session (a REPL) starts; -i starts one after the script.\n\n" +
+			"The script's stdout and stderr stream as written; its stdin is wasmpy's own, as it\n" +
+			"arrives (--stdin FILE gives a file instead, --stdin /dev/null nothing). Ctrl-C raises\n" +
+			"KeyboardInterrupt in the script; a second one stops it. A value given to submit_result\n" +
+			"is shown on stderr. --json prints one JSON object with the whole result instead.\n\n" +
+			"Exit status: the script's own; 130 after Ctrl-C, 143 after SIGTERM. Sandbox outcomes\n" +
+			"have their own: 120 internal, 121 memory, 122 output, 123 fuel, 124 timeout; 2 is a\n" +
+			"usage error, 125 a wasmpy failure.",
+		Flags:  append(execFlags(), append(limitFlags(), capabilityFlags()...)...),
 		Action: execAction,
+	}
+}
+
+func execFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "c", Usage: "run `CODE` (sys.argv[0] is '-c')"},
+		&cli.StringFlag{Name: "m", Usage: "run `MODULE` as __main__"},
+		&cli.BoolFlag{Name: "i", Usage: "start an interactive session after the script"},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the whole result"},
+		&cli.StringFlag{Name: "stdin", Value: "-", Usage: "the script's stdin: `FILE`, or - for wasmpy's own, streamed"},
+		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in), none, or names such as read_file,submit_result"},
+		interpreterFlag, cacheFlag,
 	}
 }
 
@@ -45,6 +60,9 @@ func execAction(c *cli.Context) error {
 	if job.Grants, err = grants(c.String("grant")); err != nil {
 		return err
 	}
+	if job.Interactive && !c.IsSet("timeout") {
+		job.Limits.Timeout = math.MaxInt64 // a session lasts as long as its user
+	}
 	cfg, err := sandboxConfig(c)
 	if err != nil {
 		return err
@@ -55,16 +73,23 @@ func execAction(c *cli.Context) error {
 	}
 	defer sb.Close(c.Context)
 	var out *streams
+	var term *terminal
 	if !c.Bool("json") {
 		out = newStreams(c.App.Writer, c.App.ErrWriter)
 		job.Stdout, job.Stderr = out.Stdout(), out.Stderr()
+		if term = newTerminal(c.App.Reader, c.App.Writer, out.Flush); term != nil && job.Interactive && job.Stdin == c.App.Reader {
+			job.Stdout, job.Stdin = term.promptWriter(job.Stdout), term.lineReader()
+		}
 	}
-	res, err := sb.Run(c.Context, job)
+	res, stop, err := runWithSignals(c.Context, sb, &job, term)
 	if out != nil {
 		out.Flush()
 	}
 	if err != nil {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	if stop != 0 {
+		res.ExitCode = stop
 	}
 	if err := writeOut(c, res); err != nil {
 		return err
@@ -72,24 +97,34 @@ func execAction(c *cli.Context) error {
 	return report(c, res, out == nil || out.atLineStart())
 }
 
-// execJob reads the code, the script's arguments and its stdin.
+// execJob reads the code (or module), the script's arguments and its stdin.
 func execJob(c *cli.Context) (wasmpy.Job, error) {
 	var job wasmpy.Job
 	args := c.Args().Slice()
+	job.Interactive = c.Bool("i")
+	stdinUsed := false
 	switch code := c.String("c"); {
 	case c.IsSet("c"):
 		if code == "" {
 			return job, usageErr("-c: empty code")
 		}
 		job.Code, job.Filename = code, "<string>"
-	case len(args) == 0:
-		return job, usageErr("exec: no script: give a file, - for stdin, or -c CODE")
-	case args[0] == "-":
+	case c.IsSet("m"):
+		if c.String("m") == "" {
+			return job, usageErr("-m: empty module name")
+		}
+		job.Module = c.String("m")
+	case len(args) == 0 && isTerminal(c.App.Reader):
+		job.Interactive = true // python3 with no script, on a terminal: the REPL
+	case len(args) == 0 || args[0] == "-":
 		code, err := readText(c.App.Reader, "stdin", 0)
 		if err != nil {
 			return job, err
 		}
-		job.Code, job.Filename, args = code, "<stdin>", args[1:]
+		job.Code, job.Filename, stdinUsed = code, "<stdin>", true
+		if len(args) > 0 {
+			args = args[1:]
+		}
 	default:
 		f, size, err := openFile(args[0])
 		if err != nil {
@@ -102,30 +137,25 @@ func execJob(c *cli.Context) (wasmpy.Job, error) {
 		}
 		job.Code, job.Filename, args = code, args[0], args[1:]
 	}
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
-	}
 	job.Args = args
-	if job.Code == "" {
+	if job.Code == "" && job.Module == "" && !job.Interactive {
 		job.Code = "\n" // an empty script is valid Python: it does nothing
 	}
 	switch in := c.String("stdin"); in {
-	case "":
 	case "-":
-		if job.Filename == "<stdin>" {
+		if !stdinUsed {
+			job.Stdin = c.App.Reader
+		} else if c.IsSet("stdin") {
 			return job, usageErr("--stdin -: stdin already holds the script")
 		}
-		b, err := readAll(c.App.Reader, "stdin")
-		if err != nil {
-			return job, err
-		}
-		job.Stdin = b
+	case "":
+		return job, usageErr("--stdin: give a FILE, or - for wasmpy's own stdin")
 	default:
 		b, err := readFile(in)
 		if err != nil {
 			return job, err
 		}
-		job.Stdin = b
+		job.Stdin = bytes.NewReader(b)
 	}
 	return job, nil
 }
@@ -214,8 +244,9 @@ func unwrap(err error) error {
 	return err
 }
 
-// report prints a result: JSON, or, the script's output having been
-// streamed, the sandbox's outcome if it was not the script's own.
+// report prints a result: JSON, or, the output having streamed already,
+// why the sandbox stopped the run and what it gave submit_result, on a
+// line of its own.
 func report(c *cli.Context, res *wasmpy.Result, atLineStart bool) error {
 	w, ew := c.App.Writer, c.App.ErrWriter
 	if c.Bool("json") {
@@ -223,11 +254,20 @@ func report(c *cli.Context, res *wasmpy.Result, atLineStart bool) error {
 			return err
 		}
 	} else {
-		if e := res.Error; e != nil && e.Kind != wasmpy.KindException && e.Kind != wasmpy.KindSyntax && e.Kind != wasmpy.KindExit {
+		newline := func() {
 			if !atLineStart {
 				io.WriteString(ew, "\n")
+				atLineStart = true
 			}
+		}
+		if e := res.Error; e != nil && e.Kind != wasmpy.KindException && e.Kind != wasmpy.KindSyntax &&
+			e.Kind != wasmpy.KindExit && !(e.Kind == wasmpy.KindInterrupted && e.Type != "") {
+			newline()
 			fmt.Fprintf(ew, "wasmpy: %s\n", clean(e.Message))
+		}
+		if len(res.Result) > 0 && string(res.Result) != "null" {
+			newline()
+			fmt.Fprintf(ew, "wasmpy: submit_result: %s\n", clean(string(res.Result)))
 		}
 	}
 	if res.ExitCode != 0 {

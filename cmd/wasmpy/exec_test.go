@@ -7,12 +7,17 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/internal/llmtest"
 )
 
 // wasmpyCLI runs the CLI in-process and returns its status and output.
@@ -32,18 +37,30 @@ func writeScript(t *testing.T, name, code string) string {
 
 func TestExecMirrorsScript(t *testing.T) {
 	script := writeScript(t, "hello.py", "import sys\nprint('hello', sys.argv[1:])\nprint('warn', file=sys.stderr)\nsys.exit(4)\n")
-	code, out, errOut := wasmpyCLI(t, "", "exec", script, "--", "a", "b")
+	code, out, errOut := wasmpyCLI(t, "", "exec", script, "a", "--json", "--", "b")
 	require.Equal(t, 4, code)
-	require.Equal(t, "hello ['a', 'b']\n", out)
+	require.Equal(t, "hello ['a', '--json', '--', 'b']\n", out, "after the script, every argument is the script's, as in python3")
 	require.Equal(t, "warn\n", errOut)
 
 	code, out, _ = wasmpyCLI(t, "", "exec", "-c", "print(6*7)")
 	require.Equal(t, 0, code)
 	require.Equal(t, "42\n", out)
 
-	code, out, _ = wasmpyCLI(t, "print(1)\n", "exec", "-")
+	code, out, _ = wasmpyCLI(t, "import sys; print(sys.argv)\n", "exec", "-", "x")
 	require.Equal(t, 0, code)
-	require.Equal(t, "1\n", out)
+	require.Equal(t, "['-', 'x']\n", out)
+
+	code, out, _ = wasmpyCLI(t, "import sys; print(sys.argv)\n", "exec")
+	require.Equal(t, 0, code, "no script and stdin not a terminal: stdin is the script")
+	require.Equal(t, "['-']\n", out)
+
+	code, out, _ = wasmpyCLI(t, "", "exec", "-c", "import sys; print(sys.argv)", "--json", "-i")
+	require.Equal(t, 0, code)
+	require.Equal(t, "['-c', '--json', '-i']\n", out)
+
+	code, out, _ = wasmpyCLI(t, "abc", "exec", "-c", "print(input()[::-1])")
+	require.Equal(t, 0, code, "exec passes its stdin by default")
+	require.Equal(t, "cba\n", out)
 
 	input := writeScript(t, "in.txt", "data")
 	code, out, _ = wasmpyCLI(t, "", "exec", "--stdin", input, "-c", "import sys; print(sys.stdin.read()[::-1])")
@@ -102,9 +119,9 @@ func TestExecSandboxOutcomes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"timeout", []string{"--timeout", "300ms", "-c", "while True: pass"}, 124, "time limit"},
-		{"memory", []string{"--memory", "64MiB", "-c", "b = bytearray(1 << 30)"}, 121, "memory limit"},
-		{"output", []string{"--output-limit", "1KiB", "-c", "while True: print('x' * 100)"}, 122, "output limit"},
+		{"timeout", []string{"--timeout", "300ms", "-c", "while True: pass"}, 124, "timed out after 300ms"},
+		{"memory", []string{"--memory", "64MiB", "-c", "b = bytearray(1 << 30)"}, 121, "memory limit of 64 MiB reached"},
+		{"output", []string{"--output-limit", "1KiB", "-c", "while True: print('x' * 100)"}, 122, "output limit of 1 KiB reached"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, errOut := wasmpyCLI(t, "", append([]string{"exec"}, tc.args...)...)
@@ -132,9 +149,13 @@ func TestExecBadInput(t *testing.T) {
 		{"bad fuel", []string{"exec", "--fuel", "-5", "-c", "1"}, `--fuel "-5"`},
 		{"missing script", []string{"exec", filepath.Join(dir, "nope.py")}, "no such file or directory"},
 		{"directory", []string{"exec", dir}, "is a directory"},
-		{"no script", []string{"exec"}, "no script"},
 		{"empty code", []string{"exec", "-c", ""}, "empty code"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"typo", []string{"exce"}, `did you mean "exec"?`},
+		{"subcommand typo", []string{"skill", "lsit"}, `unknown command "skill lsit"; did you mean "skill list"?`},
+		{"unknown subcommand", []string{"net", "foo"}, `unknown command "net foo"`},
+		{"size without unit", []string{"exec", "--memory", "64", "-c", "1"}, `--memory "64": size without a unit`},
+		{"no command, no terminal", []string{}, "no command given"},
 		{"bad workspace", []string{"exec", "--workspace", filepath.Join(dir, "nope"), "-c", "1"}, "not a directory"},
 		{"bad grant", []string{"exec", "--grant", "read_file,launch", "-c", "1"}, `--grant: no capability "launch"`},
 		{"missing interpreter", []string{"exec", "--interpreter", filepath.Join(dir, "python.wasm"), "-c", "1"}, "no such file"},
@@ -166,12 +187,12 @@ func TestCorruptInterpreterCLI(t *testing.T) {
 }
 
 func TestParseSize(t *testing.T) {
-	for in, want := range map[string]uint64{"64MiB": 64 << 20, "1GiB": 1 << 30, "512K": 512 << 10, "1000": 1000, "2MB": 2e6, "3 KiB": 3 << 10} {
+	for in, want := range map[string]uint64{"64MiB": 64 << 20, "1GiB": 1 << 30, "512K": 512 << 10, "1000B": 1000, "0": 0, "2MB": 2e6, "3 KiB": 3 << 10} {
 		got, err := parseSize(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
-	for _, in := range []string{"", "MiB", "-1", "1.5GiB", "1TiB", "99999999999999999999"} {
+	for _, in := range []string{"", "MiB", "-1", "1.5GiB", "1TiB", "99999999999999999999", "64", "1000"} {
 		_, err := parseSize(in)
 		require.Error(t, err, in)
 	}
@@ -206,14 +227,14 @@ func TestLimitFlagsOutOfRange(t *testing.T) {
 		{[]string{"exec", "--fuel", "18446744073709551615", "-c", "1"}, `--fuel "18446744073709551615": want a whole number of fuel units from 0 (unlimited) to 9223372036854775807`},
 		{[]string{"exec", "--fuel", "9223372036854775808", "-c", "1"}, "--fuel"},
 		{[]string{"exec", "--fuel", "18446744073709551616", "-c", "1"}, "--fuel"},
-		{[]string{"exec", "--memory", "4294967297", "-c", "1"}, "at most 4GiB"},
-		{[]string{"exec", "--memory", "9223372036854775808", "-c", "1"}, "--memory"},
+		{[]string{"exec", "--memory", "4294967297B", "-c", "1"}, "at most 4GiB"},
+		{[]string{"exec", "--memory", "9223372036854775808B", "-c", "1"}, "--memory"},
 		{[]string{"exec", "--timeout", "9999999999h", "-c", "1"}, "--timeout"},
 		{[]string{"exec", "--output-limit", "2GiB", "-c", "1"}, "--output-limit"},
 		{[]string{"exec", "--llm-max-calls", "-1", "-c", "1"}, "--llm-max-calls"},
 		{[]string{"exec", "--llm-max-tokens", "99999999999999999999", "-c", "1"}, "llm-max-tokens"},
 		{[]string{"serve", "--db", db, "--fuel", "18446744073709551615"}, "--fuel"},
-		{[]string{"serve", "--db", db, "--max-body", "9223372036854775808"}, "--max-body"},
+		{[]string{"serve", "--db", db, "--max-body", "9223372036854775808B"}, "--max-body"},
 		{[]string{"serve", "--db", db, "--max-concurrent", "4611686018427387904"}, "--max-concurrent"},
 		{[]string{"serve", "--db", db, "--max-queue", "-2"}, "--max-queue"},
 		{[]string{"serve", "--db", db, "--request-timeout", "-1s"}, "--request-timeout"},
@@ -224,6 +245,7 @@ func TestLimitFlagsOutOfRange(t *testing.T) {
 		require.Empty(t, out)
 		require.Contains(t, errOut, tc.msg, tc.args)
 	}
+}
 
 // Without --json, exec streams the script's output as it is written, in
 // the order of its writes across stdout and stderr, and what it wrote
@@ -234,7 +256,7 @@ func TestExecStreams(t *testing.T) {
 		"import sys\nprint('a')\nsys.stderr.write('b\\n')\nsys.stdout.write('c')\nwhile True: pass\n"},
 		strings.NewReader(""), &both, &both)
 	require.Equal(t, 124, code)
-	require.Equal(t, "a\nb\nc\nwasmpy: time limit exceeded\n", both.String())
+	require.Equal(t, "a\nb\nc\nwasmpy: timed out after 1s\n", both.String())
 
 	// The first line arrives while the script still runs.
 	r, w := io.Pipe()
@@ -308,4 +330,94 @@ func TestExecOutKeepsToItsDirectory(t *testing.T) {
 	entries, err := os.ReadDir(victims)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "nothing created outside --out")
+}
+
+// Output streams: a pipe gets all of it, with no cap by default, and a
+// script can read an endless stdin as it arrives.
+func TestExecStreamsWithoutCap(t *testing.T) {
+	code, out, errOut := wasmpyCLI(t, "", "exec", "-c", "for i in range(10**6): print(i)")
+	require.Equal(t, 0, code, errOut)
+	require.True(t, strings.HasSuffix(out, "\n999998\n999999\n"), "the end of the output: %q", out[max(len(out)-20, 0):])
+	require.Equal(t, 6888890, len(out))
+
+	var stdout, stderr bytes.Buffer
+	yes := io.MultiReader(strings.NewReader("first\n"), endless("y\n"))
+	code = run(context.Background(), []string{"wasmpy", "exec", "--stdin", "-", "-c",
+		"import sys\nfor i, line in enumerate(sys.stdin):\n    if i == 200000: break\nprint(i, line.strip())"},
+		yes, &stdout, &stderr)
+	require.Equal(t, 0, code, stderr.String())
+	require.Equal(t, "200000 y\n", stdout.String())
+
+	code, out, errOut = wasmpyCLI(t, "", "exec", "--output-limit", "0", "--json", "-c", "print('x' * (5 << 20))")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"stdout_truncated": false`)
+}
+
+type endless string
+
+func (e endless) Read(p []byte) (int, error) {
+	n := 0
+	for n+len(e) <= len(p) {
+		n += copy(p[n:], e)
+	}
+	return n, nil
+}
+
+// A run stopped from outside still prints exactly one JSON object.
+func TestExecJSONInterrupted(t *testing.T) {
+	llm := llmtest.New(t, llmtest.Reply{Content: "go on"})
+	cmd := exec.Command(wasmpyBinary(t), "exec", "--json", "--llm-base-url", llm.URL(), "--llm-model", "m",
+		"-c", "print('partial', flush=True)\nask_llm('started')\nwhile True: pass")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	require.NoError(t, cmd.Start())
+	for len(llm.Requests()) == 0 { // the script has started
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, exitSIGTERM, ee.ExitCode())
+	var res struct {
+		ExitCode int    `json:"exit_code"`
+		Stdout   string `json:"stdout"`
+		Error    struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	dec := json.NewDecoder(&out)
+	require.NoError(t, dec.Decode(&res))
+	require.False(t, dec.More(), "exactly one JSON object")
+	require.Equal(t, "partial\n", res.Stdout)
+	require.Equal(t, "interrupted", res.Error.Kind)
+	require.Equal(t, "stopped: SIGTERM", res.Error.Message)
+	require.Equal(t, exitSIGTERM, res.ExitCode)
+}
+
+func TestExecShowsResult(t *testing.T) {
+	code, out, errOut := wasmpyCLI(t, "", "exec", "-c", "print('x'); submit_result({'n': 1})")
+	require.Equal(t, 0, code)
+	require.Equal(t, "x\n", out)
+	require.Equal(t, "wasmpy: submit_result: {\"n\":1}\n", errOut)
+}
+
+func TestHelpVersionCompletion(t *testing.T) {
+	code, out, _ := wasmpyCLI(t, "", "help")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "COMMANDS:")
+	code, out, _ = wasmpyCLI(t, "", "help", "exec")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "wasmpy exec")
+	code, out, _ = wasmpyCLI(t, "", "--version")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^(wasmpy|npm) interpreter: CPython 3\.\d+\.\d+, sha256 [0-9a-f]{64}$`, out)
+	code, out, _ = wasmpyCLI(t, "", "completion", "bash")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "complete -o default -F _wasmpy wasmpy")
+	// urfave/cli reads the word to complete from os.Args: run the binary.
+	b, err := exec.Command(wasmpyBinary(t), "exec", "--js", "--generate-bash-completion").Output()
+	require.NoError(t, err)
+	require.Equal(t, "--json\n", string(b))
 }

@@ -26,7 +26,7 @@ var (
 		Usage: "where interpreters and compiled code are cached (default: the user cache dir)"}
 	timeoutFlag = &cli.StringFlag{Name: "timeout", Value: "30s", Usage: "wall-clock limit, e.g. 500ms, 2s, 1m"}
 	memoryFlag  = &cli.StringFlag{Name: "memory", Value: "256MiB", Usage: "guest memory limit, e.g. 64MiB, 1GiB"}
-	outputFlag  = &cli.StringFlag{Name: "output-limit", Value: "4MiB", Usage: "bytes kept per stream (stdout, stderr)"}
+	outputFlag  = &cli.StringFlag{Name: "output-limit", Usage: "bytes a stream (stdout, stderr) may carry before the run is stopped, e.g. 1MiB; 0 = no limit (default: none for exec's streamed output, else 4MiB)"}
 	fuelFlag    = &cli.StringFlag{Name: "fuel", Value: "0", Usage: "deterministic compute budget in fuel units; 0 = unlimited"}
 )
 
@@ -125,24 +125,34 @@ func limits(c *cli.Context) (wasmpy.Limits, error) {
 	}
 	l.Timeout = d
 	if l.Memory, err = parseSize(c.String("memory")); err != nil || l.Memory == 0 {
-		return l, usageErr("--memory %q: want a positive size such as 64MiB or 1GiB", c.String("memory"))
+		why := "want a positive size"
+		if err != nil {
+			why = err.Error() + ": want a size"
+		}
+		return l, usageErr("--memory %q: %s such as 64MiB or 1GiB", c.String("memory"), why)
 	}
 	if l.Memory > wasmpy.MaxMemory {
 		return l, usageErr("--memory %q: at most 4GiB (the wasm32 address space)", c.String("memory"))
 	}
-	out, err := parseSize(c.String("output-limit"))
-	if err != nil || out == 0 || out > 1<<30 {
-		return l, usageErr("--output-limit %q: want a size from 1B to 1GiB", c.String("output-limit"))
+	if c.IsSet("output-limit") {
+		out, err := parseSize(c.String("output-limit"))
+		if err != nil || out > 1<<30 {
+			return l, usageErr("--output-limit %q: want a size up to 1GiB such as 64KiB, or 0 for no limit", c.String("output-limit"))
+		}
+		l.Output = int(out)
+		if out == 0 {
+			l.Output = wasmpy.NoOutputLimit
+		}
 	}
-	l.Output = int(out)
 	if l.Fuel, err = strconv.ParseUint(strings.TrimSpace(c.String("fuel")), 10, 64); err != nil || l.Fuel > wasmpy.MaxFuel {
 		return l, usageErr("--fuel %q: want a whole number of fuel units from 0 (unlimited) to %d", c.String("fuel"), uint64(wasmpy.MaxFuel))
 	}
 	return l, nil
 }
 
-// parseSize reads "64MiB", "1GiB", "512K", "1000": binary units, plus the
-// decimal kB/MB/GB.
+// parseSize reads "64MiB", "1GiB", "512K", "100B": binary units, plus the
+// decimal kB/MB/GB. A number needs its unit ("64" might mean bytes or
+// MiB), except 0.
 func parseSize(s string) (uint64, error) {
 	units := []struct {
 		suffix string
@@ -153,7 +163,7 @@ func parseSize(s string) (uint64, error) {
 		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
 	}
 	s = strings.TrimSpace(s)
-	mult := uint64(1)
+	mult := uint64(0)
 	for _, u := range units {
 		if strings.HasSuffix(s, u.suffix) {
 			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
@@ -163,6 +173,12 @@ func parseSize(s string) (uint64, error) {
 	n, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("bad size")
+	}
+	if mult == 0 {
+		if n != 0 {
+			return 0, fmt.Errorf("size without a unit")
+		}
+		mult = 1
 	}
 	if n > (1<<63)/mult {
 		return 0, fmt.Errorf("size too large")

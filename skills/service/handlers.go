@@ -144,6 +144,10 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := skills.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType}
+	if wantsStream(r) {
+		events := newEventStream(w)
+		req.Stdout, req.Stderr, w = events.stream("stdout"), events.stream("stderr"), events
+	}
 	s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, req) })
 }
 

@@ -402,3 +402,35 @@ func (s *server) Client() *http.Client {
 	}
 	return s.Server.Client()
 }
+
+// With Accept: text/event-stream, /exec streams the output as events and
+// ends with the usual response as one last event.
+func TestExecStream(t *testing.T) {
+	s := startServer(t, func(c *service.Config) { c.EnableExec = true })
+	r := s.do(t, "POST", "/exec", `{"code": "import sys\nprint('one', flush=True)\nprint('two', file=sys.stderr)\nsubmit_result(3)"}`,
+		"Accept", "text/event-stream")
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, "text/event-stream", r.header.Get("Content-Type"))
+	events := strings.Split(strings.TrimSpace(r.raw), "\n\n")
+	require.Len(t, events, 3, r.raw)
+	require.Equal(t, "event: stdout\ndata: \"one\\n\"", events[0])
+	require.Equal(t, "event: stderr\ndata: \"two\\n\"", events[1])
+	name, data, ok := strings.Cut(events[2], "\ndata: ")
+	require.True(t, ok)
+	require.Equal(t, "event: result", name)
+	var last struct {
+		Result struct {
+			Stdout string          `json:"stdout"`
+			Result json.RawMessage `json:"result"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(data), &last))
+	require.Equal(t, "one\n", last.Result.Stdout)
+	require.Equal(t, "3", string(last.Result.Result))
+
+	r = s.do(t, "POST", "/exec", `{"code": "print('x', flush=True)\n1/0"}`, "Accept", "text/event-stream")
+	require.Equal(t, 200, r.status)
+	events = strings.Split(strings.TrimSpace(r.raw), "\n\n")
+	require.True(t, strings.HasPrefix(events[len(events)-1], "event: error\ndata: {\"body\":{\"error\":{\"code\":\"run_failed\""), r.raw)
+	require.Contains(t, events[len(events)-1], `"status":502`)
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/wasmpy/wasmpy/assets"
+)
+
+// printVersion is `wasmpy --version`: wasmpy's own version and the
+// interpreters it would run, with the SHA-256 each was verified against.
+func printVersion(c *cli.Context) error {
+	version, commit := "(devel)", ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Version != "" {
+			version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				commit = " commit " + s.Value
+			}
+		}
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "wasmpy %s%s\n", version, commit)
+	cache := os.Getenv("WASMPY_CACHE_DIR")
+	if cache == "" {
+		var err error
+		if cache, err = assets.DefaultCacheDir(); err != nil {
+			return err
+		}
+	}
+	for _, kind := range []string{assets.Wasmpy, assets.NPM} {
+		interp, err := assets.Load(assets.Options{Select: kind, CacheDir: cache})
+		if err != nil {
+			fmt.Fprintf(w, "%s interpreter: not installed (run 'make interpreter' or 'wasmpy setup')\n", kind)
+			continue
+		}
+		fmt.Fprintf(w, "%s interpreter: CPython %s, sha256 %s\n", kind, interp.Version, interp.SHA256)
+	}
+	return nil
+}

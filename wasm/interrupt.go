@@ -1,0 +1,68 @@
+package wasm
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero/api"
+)
+
+// interruptExport is the wasmpy build's PyErr_SetInterruptEx. Called with
+// SIGINT, it makes the guest raise KeyboardInterrupt at its next bytecode
+// boundary, as a real SIGINT does in python3. It is async-signal-safe, so
+// the host may call it from within any host call the guest is making.
+const interruptExport = "PyErr_SetInterruptEx"
+
+const sigint = 2
+
+// interrupter carries interrupts from the goroutine that raises them to
+// the guest's, which delivers them: at its next refuel (within about a
+// millisecond of compute), or at once when it waits for stdin or sleeps.
+type interrupter struct {
+	pending atomic.Bool
+	wake    chan struct{}
+	mod     api.Module      // the instance, once started
+	ctx     context.Context // its call's: a call back into it needs the run's state
+	// stop ends the run instead, for an interpreter that cannot raise
+	// KeyboardInterrupt (the npm build exports no PyErr_SetInterruptEx).
+	stop func()
+}
+
+func newInterrupter() interrupter { return interrupter{wake: make(chan struct{}, 1), stop: func() {}} }
+
+// raise asks for a KeyboardInterrupt; any goroutine may call it.
+func (i *interrupter) raise() {
+	i.pending.Store(true)
+	select {
+	case i.wake <- struct{}{}:
+	default:
+	}
+}
+
+// deliver raises a pending interrupt in the guest. Call it only on the
+// guest's goroutine, from a host call, with no lock held: the call back
+// into the guest may itself come back for fuel.
+func (i *interrupter) deliver() {
+	if i.mod == nil || !i.pending.CompareAndSwap(true, false) {
+		return
+	}
+	select { // the wake that came with it must not cut a later sleep short
+	case <-i.wake:
+	default:
+	}
+	fn := i.mod.ExportedFunction(interruptExport)
+	if fn == nil {
+		i.stop()
+		return
+	}
+	_, _ = fn.Call(i.ctx, sigint) // fails only for a bad signal number
+}
+
+// readStdin serves the guest's reads of stdin; an interrupt while it waits
+// is raised at once, and the read fails with EINTR, on which CPython checks
+// for it.
+func (st *runState) readStdin(p []byte) (int, error) {
+	n, err := st.stdin.read(p, st.ctx.Done(), st.intr.wake)
+	st.intr.deliver()
+	return n, err
+}
