@@ -58,7 +58,9 @@ const (
 // NoOutputLimit, as Limits.Output, lets a run write without limit.
 const NoOutputLimit = wasm.NoOutputLimit
 
-// DefaultLimits are the limits where neither the Job nor the Config sets one.
+// DefaultLimits are the limits where neither the Job nor the Config sets
+// one; a Job that streams its output (Stdout, Stderr) has no Output limit
+// by default.
 func DefaultLimits() Limits {
 	return Limits{Timeout: 30 * time.Second, Memory: wasm.DefaultMemoryLimit, Output: wasm.DefaultOutputLimit}
 }
@@ -245,6 +247,9 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 		return nil, err
 	}
 	lim := job.Limits.Or(s.cfg.Limits).Or(DefaultLimits())
+	if job.Limits.Output == 0 && s.cfg.Limits.Output == 0 && (job.Stdout != nil || job.Stderr != nil) {
+		lim.Output = 0 // the engine's default for a stream: none, and a capped capture
+	}
 	caps, err := s.capabilities(job)
 	if err != nil {
 		return nil, err

@@ -407,30 +407,45 @@ func (s *server) Client() *http.Client {
 // ends with the usual response as one last event.
 func TestExecStream(t *testing.T) {
 	s := startServer(t, func(c *service.Config) { c.EnableExec = true })
-	r := s.do(t, "POST", "/exec", `{"code": "import sys\nprint('one', flush=True)\nprint('two', file=sys.stderr)\nsubmit_result(3)"}`,
+	events := func(raw string) (names []string, text map[string]string, last string) {
+		text = map[string]string{}
+		for _, ev := range strings.Split(strings.TrimSpace(raw), "\n\n") {
+			name, data, ok := strings.Cut(strings.TrimPrefix(ev, "event: "), "\ndata: ")
+			require.True(t, ok, raw)
+			names = append(names, name)
+			if name == "stdout" || name == "stderr" {
+				var s string
+				require.NoError(t, json.Unmarshal([]byte(data), &s))
+				text[name] += s
+			}
+			last = data
+		}
+		return names, text, last
+	}
+	r := s.do(t, "POST", "/exec", `{"code": "import sys\nprint('one')\nprint('two', file=sys.stderr)\nsubmit_result(3)"}`,
 		"Accept", "text/event-stream")
 	require.Equal(t, 200, r.status, r.raw)
 	require.Equal(t, "text/event-stream", r.header.Get("Content-Type"))
-	events := strings.Split(strings.TrimSpace(r.raw), "\n\n")
-	require.Len(t, events, 3, r.raw)
-	require.Equal(t, "event: stdout\ndata: \"one\\n\"", events[0])
-	require.Equal(t, "event: stderr\ndata: \"two\\n\"", events[1])
-	name, data, ok := strings.Cut(events[2], "\ndata: ")
-	require.True(t, ok)
-	require.Equal(t, "event: result", name)
-	var last struct {
+	names, text, last := events(r.raw)
+	require.Equal(t, "stdout", names[0], "the output comes as it is written, in order")
+	require.Equal(t, "result", names[len(names)-1])
+	require.Equal(t, map[string]string{"stdout": "one\n", "stderr": "two\n"}, text)
+	var final struct {
 		Result struct {
 			Stdout string          `json:"stdout"`
 			Result json.RawMessage `json:"result"`
 		} `json:"result"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(data), &last))
-	require.Equal(t, "one\n", last.Result.Stdout)
-	require.Equal(t, "3", string(last.Result.Result))
+	require.NoError(t, json.Unmarshal([]byte(last), &final))
+	require.Equal(t, "one\n", final.Result.Stdout)
+	require.Equal(t, "3", string(final.Result.Result))
 
-	r = s.do(t, "POST", "/exec", `{"code": "print('x', flush=True)\n1/0"}`, "Accept", "text/event-stream")
+	r = s.do(t, "POST", "/exec", `{"code": "print('x')\n1/0"}`, "Accept", "text/event-stream")
 	require.Equal(t, 200, r.status)
-	events = strings.Split(strings.TrimSpace(r.raw), "\n\n")
-	require.True(t, strings.HasPrefix(events[len(events)-1], "event: error\ndata: {\"body\":{\"error\":{\"code\":\"run_failed\""), r.raw)
-	require.Contains(t, events[len(events)-1], `"status":502`)
+	names, text, last = events(r.raw)
+	require.Equal(t, "error", names[len(names)-1])
+	require.Equal(t, "x\n", text["stdout"])
+	require.Contains(t, text["stderr"], "ZeroDivisionError")
+	require.True(t, strings.HasPrefix(last, `{"body":{"error":{"code":"run_failed"`), last)
+	require.Contains(t, last, `"status":502`)
 }
