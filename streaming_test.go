@@ -141,7 +141,7 @@ func TestContextCancel(t *testing.T) {
 // Tracebacks are CPython's: source lines and carets, no frames of the
 // sandbox's own code (the capabilities live in <wasmpy>).
 func TestTracebackForm(t *testing.T) {
-	res := run(t, wasmpy.Job{Filename: "job.py", Code: "def f(path):\n    return read_file(path)\n\nf('../../etc/passwd')\n"})
+	res := run(t, wasmpy.Job{Filename: "job.py", Code: "def f(path):\n    return read_file(path)\n\nf('../../etc/passwd')\n", Grants: []wasmpy.Capability{wasmpy.ReadFile}})
 	require.NotNil(t, res.Error)
 	sc := bufio.NewScanner(strings.NewReader(res.Stderr))
 	var lines []string
