@@ -322,7 +322,6 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		defer stop()
 	}
 	full := func() { cancel(errOutput) }
-	stdout, stderr := r.output(r.Stdout, full), r.output(r.Stderr, full)
 
 	filename := r.Filename
 	if filename == "" {
@@ -334,6 +333,11 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if e.interp.Kind != assets.Wasmpy {
 		j.SourceBase64, j.Nonce = []byte(r.Code), nonce()
 	}
+	stderrStream := r.Stderr
+	if j.Nonce != "" && stderrStream != nil {
+		stderrStream = &reportCut{w: stderrStream, nonce: []byte(j.Nonce)}
+	}
+	stdout, stderr := r.output(r.Stdout, full), r.output(stderrStream, full)
 	jobJSON, err := json.Marshal(j)
 	if err != nil {
 		return nil, fmt.Errorf("wasmpy: job: %w", err)

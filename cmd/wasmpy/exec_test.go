@@ -422,3 +422,13 @@ func TestHelpVersionCompletion(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "--json\n", string(b))
 }
+
+// Under the npm build the runner's report travels on stderr: it is cut
+// from the stream, not shown to the user.
+func TestExecStreamsNoReport(t *testing.T) {
+	code, out, errOut := wasmpyCLI(t, "", "exec", "--interpreter", "npm", "-c", "print('x')\n1/0")
+	require.Equal(t, 1, code, errOut)
+	require.Equal(t, "x\n", out)
+	require.True(t, strings.HasSuffix(errOut, "ZeroDivisionError: division by zero\n"), errOut)
+	require.NotContains(t, errOut, "wasmpy-report")
+}
