@@ -100,10 +100,10 @@ func BenchmarkCLI(b *testing.B) {
 	b.Run("python3", func(b *testing.B) { benchNative(b, script) })
 }
 
-// BenchmarkPrintHeavy is a script printing a million lines (6.9 MB) into
+// BenchmarkPrintPiped is a script printing a million lines (6.9 MB) into
 // a pipe: streamed as written (exec's default), captured whole for --json,
 // and native python3.
-func BenchmarkPrintHeavy(b *testing.B) {
+func BenchmarkPrintPiped(b *testing.B) {
 	bin, err := filepath.Abs("bin/wasmpy")
 	require.NoError(b, err)
 	_, err = os.Stat(bin)

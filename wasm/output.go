@@ -108,28 +108,3 @@ func (r *reportCut) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// reportCut passes a plain WASI build's stderr on up to the runner's
-// report, which starts with the run's nonce (see cutReport): the report is
-// for the host, not the script's output.
-type reportCut struct {
-	w     io.Writer
-	nonce []byte
-	cut   bool
-}
-
-func (r *reportCut) Write(p []byte) (int, error) {
-	if r.cut {
-		return len(p), nil
-	}
-	q := p
-	if i := bytes.Index(p, r.nonce); i >= 0 { // the runner writes it whole, after a newline
-		r.cut, q = true, bytes.TrimSuffix(p[:i], []byte("\n"))
-	}
-	if len(q) > 0 {
-		if _, err := r.w.Write(q); err != nil {
-			return 0, err
-		}
-	}
-	return len(p), nil
-}
