@@ -18,6 +18,7 @@ type stdin struct {
 	pending chan chunk // the read of src under way, if any
 	left    []byte
 	err     error // src's last word, once said
+	served  bool  // an interrupt ended a guest read while src's read went on
 }
 
 type chunk struct {
@@ -54,9 +55,12 @@ func (s *stdin) read(p []byte, done, interrupt <-chan struct{}) (int, error) {
 		}
 		select {
 		case c := <-s.pending:
-			s.pending, s.left, s.err = nil, c.b, c.err
-			if errors.Is(c.err, syscall.EINTR) { // src has raised an interrupt: wait for it
-				s.err = nil
+			s.pending = nil
+			if errors.Is(c.err, syscall.EINTR) { // src has raised an interrupt
+				if s.served {
+					s.served = false // and the read has served it already
+					continue
+				}
 				select {
 				case <-interrupt:
 					return 0, experimentalsys.EINTR
@@ -64,7 +68,9 @@ func (s *stdin) read(p []byte, done, interrupt <-chan struct{}) (int, error) {
 					return 0, experimentalsys.EIO
 				}
 			}
+			s.left, s.err, s.served = c.b, c.err, false
 		case <-interrupt:
+			s.served = true // the read under way may end by reporting it
 			return 0, experimentalsys.EINTR
 		case <-done:
 			return 0, experimentalsys.EIO
