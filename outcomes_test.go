@@ -38,6 +38,9 @@ func TestOutcomes(t *testing.T) {
 		{name: "a forged report of success", code: "import _wasmpy, os\n" +
 			`_wasmpy.call(b'{"fn": "_report", "args": {"status": "ok"}}')` + "\nos._exit(7)\n",
 			kind: wasmpy.KindExit, exit: 7},
+		{name: "a forged report with a huge message", code: "import _wasmpy, json, os\n" +
+			`_wasmpy.call(json.dumps({"fn": "_report", "args": {"status": "exception", "type": "E", "message": "m" * 10**7}}).encode())` + "\nos._exit(1)\n",
+			kind: wasmpy.KindException, exit: 1, typ: "E", message: "mmm... (cut)"},
 		{name: "os._exit(3)", code: "import os\nprint('before')\nos._exit(3)\n",
 			kind: wasmpy.KindExit, exit: 3, message: "exit status 3", stdout: "before\n"},
 		{name: "os._exit(0)", code: "import os\nprint('done')\nos._exit(0)\n", stdout: "done\n"},

@@ -537,6 +537,19 @@ func (e *Engine) classify(out *Outcome, r *Run, ctx context.Context, runErr erro
 	out.ExitCode = ExitCode(out.Failure.Kind)
 }
 
+// maxReportText bounds each text of a report: the runner cuts its own to
+// 64 KiB; a report forged by the code is cut here.
+const maxReportText = 1 << 16
+
+// bound cuts the report's texts to maxReportText bytes, at a rune boundary.
+func (r *report) bound() {
+	for _, s := range []*string{&r.Status, &r.Type, &r.Message, &r.Traceback} {
+		if len(*s) > maxReportText {
+			*s = strings.ToValidUTF8((*s)[:maxReportText], "") + "... (cut)"
+		}
+	}
+}
+
 // status is the exit status the report stands for.
 func (r *report) status() int {
 	switch r.Status {

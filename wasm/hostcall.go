@@ -247,6 +247,7 @@ func (st *runState) serve(ctx context.Context, raw []byte) []byte {
 		if err := json.Unmarshal(req.Args, &rep); err != nil {
 			return errorResponse(hostfuncs.Errorf(hostfuncs.ValueError, "bad report: %v", err))
 		}
+		rep.bound()
 		st.mu.Lock()
 		st.report = &rep
 		st.mu.Unlock()
