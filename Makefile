@@ -1,12 +1,14 @@
 # make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
 #            build when the machine can build it, the npm one always)
 # make test  runs every test against the real interpreter
+# make test-cpython  runs CPython's regression tests in the sandbox beside a
+#            native run of the same source (make test runs a fast subset)
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 
-.PHONY: all wasmpy interpreter test bench fuzz clean
+.PHONY: all wasmpy interpreter test test-cpython bench fuzz clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -25,6 +27,9 @@ test: all
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+
+test-cpython: all
+	WASMPY_CPYTHON=all $(GO) test -count=1 -v -timeout 6h -run '^TestCPython$$' ./internal/cpythontest
 
 bench: all
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./...

@@ -28,7 +28,7 @@ const preload = "import os, json, re, math, collections, itertools, functools, d
 func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 	var path string
 	if cacheDir != "" {
-		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp.SHA256)
+		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp)
 		if img, err := openImage(path); err == nil {
 			e.image = img
 			return nil

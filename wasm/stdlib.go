@@ -1,0 +1,128 @@
+package wasm
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"github.com/tetratelabs/wazero"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// stdlibDir is where the guest finds its standard library: the directory
+// CPython computes from PYTHONHOME=/usr/local, as on a native install, so
+// sys._stdlib_dir, __file__, tracebacks and inspect see real files.
+const stdlibDir = "/usr/local/lib/python3.13"
+
+// stdlibFS serves the standard library zip's contents (sources, their
+// __pycache__ bytecode, data files; see assets/build/mkstdlib.py) read-only
+// at stdlibDir, and nothing else.
+func stdlibFS(zipData []byte) (wazero.FSConfig, error) {
+	zr, err := zip.NewReader(bytes.NewReader(zipData), int64(len(zipData)))
+	if err != nil {
+		return nil, fmt.Errorf("wasmpy: the standard library zip: %w", err)
+	}
+	if _, err := fs.Stat(zr, "os.py"); err != nil {
+		return nil, errors.New("wasmpy: the standard library zip has no os.py: " +
+			"it comes from an older build.sh; run `make` to rebuild it")
+	}
+	mount := &linuxPaths{FS: &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: zr}}, files: zr}
+	return wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(mount, stdlibDir), nil
+}
+
+// linuxPaths answers ENOTDIR for a path that goes through a regular file
+// (os.py/x), as Linux does, where the zip says it does not exist (ENOENT)
+// and a read-only mount refuses a change (EROFS). Code written for Linux
+// tells them apart: test.support's unlink() ignores ENOENT and ENOTDIR only.
+type linuxPaths struct {
+	experimentalsys.FS
+	files fs.FS
+}
+
+// throughFile reports whether a proper prefix of p names a regular file.
+func (l *linuxPaths) throughFile(p string) bool {
+	p = strings.TrimPrefix(path.Clean("/"+p), "/")
+	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+		if fi, err := fs.Stat(l.files, dir); err == nil {
+			return !fi.IsDir()
+		}
+	}
+	return false
+}
+
+func (l *linuxPaths) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	if l.throughFile(p) {
+		return nil, experimentalsys.ENOTDIR
+	}
+	return l.FS.OpenFile(p, flag, perm)
+}
+
+func (l *linuxPaths) Lstat(p string) (st sys.Stat_t, errno experimentalsys.Errno) {
+	if l.throughFile(p) {
+		return st, experimentalsys.ENOTDIR
+	}
+	return l.FS.Lstat(p)
+}
+
+func (l *linuxPaths) Stat(p string) (st sys.Stat_t, errno experimentalsys.Errno) {
+	if l.throughFile(p) {
+		return st, experimentalsys.ENOTDIR
+	}
+	return l.FS.Stat(p)
+}
+
+func (l *linuxPaths) Readlink(p string) (string, experimentalsys.Errno) {
+	if l.throughFile(p) {
+		return "", experimentalsys.ENOTDIR
+	}
+	return l.FS.Readlink(p)
+}
+
+func (l *linuxPaths) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	return l.check(p, func() experimentalsys.Errno { return l.FS.Mkdir(p, perm) })
+}
+
+func (l *linuxPaths) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	return l.check(p, func() experimentalsys.Errno { return l.FS.Chmod(p, perm) })
+}
+
+func (l *linuxPaths) Rmdir(p string) experimentalsys.Errno {
+	return l.check(p, func() experimentalsys.Errno { return l.FS.Rmdir(p) })
+}
+
+func (l *linuxPaths) Unlink(p string) experimentalsys.Errno {
+	return l.check(p, func() experimentalsys.Errno { return l.FS.Unlink(p) })
+}
+
+func (l *linuxPaths) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	return l.check(p, func() experimentalsys.Errno { return l.FS.Utimens(p, atim, mtim) })
+}
+
+func (l *linuxPaths) Rename(from, to string) experimentalsys.Errno {
+	return l.check(from, func() experimentalsys.Errno {
+		return l.check(to, func() experimentalsys.Errno { return l.FS.Rename(from, to) })
+	})
+}
+
+func (l *linuxPaths) Link(oldPath, newPath string) experimentalsys.Errno {
+	return l.check(oldPath, func() experimentalsys.Errno {
+		return l.check(newPath, func() experimentalsys.Errno { return l.FS.Link(oldPath, newPath) })
+	})
+}
+
+func (l *linuxPaths) Symlink(oldPath, linkName string) experimentalsys.Errno {
+	return l.check(linkName, func() experimentalsys.Errno { return l.FS.Symlink(oldPath, linkName) })
+}
+
+func (l *linuxPaths) check(p string, op func() experimentalsys.Errno) experimentalsys.Errno {
+	if l.throughFile(p) {
+		return experimentalsys.ENOTDIR
+	}
+	return op()
+}
