@@ -3,9 +3,9 @@ package wasm
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"context"
 	"os"
 	"path/filepath"
 	"runtime"
