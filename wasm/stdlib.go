@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
@@ -32,9 +33,41 @@ func stdlibFS(zipData []byte) (wazero.FSConfig, error) {
 		return nil, errors.New("wasmpy: the standard library zip has no os.py: " +
 			"it comes from an older build.sh; run `make` to rebuild it")
 	}
-	mount := &linuxPaths{FS: &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: zr}}, files: zr}
+	files := seekableFS{zr}
+	mount := &linuxPaths{FS: &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: files}}, files: files}
 	return wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(mount, stdlibDir), nil
 }
+
+// seekableFS opens a file of the zip as a copy in memory, so it can seek:
+// a zip entry's reader cannot, and Python seeks in source files (tokenize,
+// linecache, inspect) and in data files.
+type seekableFS struct{ zip *zip.Reader }
+
+func (s seekableFS) Open(name string) (fs.File, error) {
+	f, err := s.zip.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.IsDir() {
+		return f, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	return &memFile{Reader: bytes.NewReader(data), info: fi}, nil
+}
+
+// memFile is a regular file's contents, read from the zip.
+type memFile struct {
+	*bytes.Reader
+	info fs.FileInfo
+}
+
+func (m *memFile) Stat() (fs.FileInfo, error) { return m.info, nil }
+func (m *memFile) Close() error               { return nil }
 
 // linuxPaths answers ENOTDIR for a path that goes through a regular file
 // (os.py/x), as Linux does, where the zip says it does not exist (ENOENT)
