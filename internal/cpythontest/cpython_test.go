@@ -79,7 +79,7 @@ func (r *report) String() string {
 	case r.Error != nil:
 		return "error: " + *r.Error
 	case r.Skipped != nil:
-		return "module skipped"
+		return "skipped: " + *r.Skipped
 	}
 	return fmt.Sprintf("%5d pass %4d fail %4d skip", r.count("pass"), r.count("fail"), r.count("skip"))
 }
@@ -126,8 +126,11 @@ func TestCPython(t *testing.T) {
 	var unexpected []string
 	t.Logf("%-40s %-32s %-32s", "module", "native", "wasm")
 	for _, mod := range modules {
-		nat := runNative(t, native, driverPath, lib, mod)
 		was := runWasm(t, sb, lib, mod)
+		if was.Error != nil && strings.Contains(*was.Error, "No module named 'test'") {
+			t.Skipf("the sandbox cannot see Lib/test: it needs the workspace mounted as a filesystem (issue 12): %s", *was.Error)
+		}
+		nat := runNative(t, native, driverPath, lib, mod)
 		for i, r := range []*report{nat, was} {
 			for _, o := range []string{"pass", "fail", "skip"} {
 				totals[i][o] += r.count(o)
