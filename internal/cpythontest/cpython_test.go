@@ -59,6 +59,7 @@ var all = []string{
 type report struct {
 	Module   string            `json:"module"`
 	Outcomes map[string]string `json:"outcomes"`
+	Reasons  map[string]string `json:"reasons"`
 	Skipped  *string           `json:"skipped"`
 	Error    *string           `json:"error"`
 	Seconds  float64           `json:"seconds"`
@@ -156,7 +157,7 @@ func TestCPython(t *testing.T) {
 		}
 		t.Logf("%-40s %-32s %-32s %4.0fs %d wasm-only (%d expected)", mod, nat, was, was.Seconds, len(only), len(only)-len(bad))
 		for _, id := range bad {
-			t.Logf("    unexpected wasm-only failure: %s", id)
+			t.Logf("    unexpected wasm-only failure: %s: %s", id, was.Reasons[id])
 		}
 		unexpected = append(unexpected, bad...)
 	}

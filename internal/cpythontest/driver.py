@@ -5,7 +5,7 @@
 TESTS_DIR holds the `test` package; it goes last on sys.path, so the
 interpreter's own standard library is what is tested. The last line of
 stdout is a JSON object: {"module", "outcomes": {test id: pass|fail|skip},
-"skipped" (why the whole module was), "error" (why it could not run),
+"reasons": {failed test id: the last line of its traceback}, "skipped" (why the whole module was), "error" (why it could not run),
 "seconds"}; failures' tracebacks go to stderr. The same file runs in the
 sandbox and under the native build, so the two are compared test by test.
 """
@@ -87,7 +87,7 @@ def main():
         os.chdir(tempfile.mkdtemp(prefix="cpythontest-"))  # TESTFN lands here
     except OSError as e:  # no writable directory: tests that write fail
         print("driver: no temporary directory:", e, file=sys.stderr)
-    report = {"module": name, "outcomes": {}, "skipped": None, "error": None}
+    report = {"module": name, "outcomes": {}, "reasons": {}, "skipped": None, "error": None}
     start = time.monotonic()
     try:
         suite = load(name)
@@ -96,6 +96,8 @@ def main():
         report["outcomes"] = result.outcomes
         for test, text in result.errors + result.failures:
             print("FAIL:", test.id(), "\n", text, file=sys.stderr)
+            lines = text.strip().splitlines()
+            report["reasons"][test.id()] = lines[-1][:200] if lines else ""
     except unittest.SkipTest as e:
         report["skipped"] = str(e)
     except BaseException as e:  # a module that cannot load is one failure
