@@ -90,72 +90,62 @@ func (l *linuxPaths) throughFile(p string) bool {
 }
 
 func (l *linuxPaths) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
-	if l.throughFile(p) {
-		return nil, experimentalsys.ENOTDIR
-	}
-	return l.FS.OpenFile(p, flag, perm)
+	f, errno := l.FS.OpenFile(p, flag, perm)
+	return f, l.fix(p, errno)
 }
 
-func (l *linuxPaths) Lstat(p string) (st sys.Stat_t, errno experimentalsys.Errno) {
-	if l.throughFile(p) {
-		return st, experimentalsys.ENOTDIR
-	}
-	return l.FS.Lstat(p)
+func (l *linuxPaths) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	st, errno := l.FS.Lstat(p)
+	return st, l.fix(p, errno)
 }
 
-func (l *linuxPaths) Stat(p string) (st sys.Stat_t, errno experimentalsys.Errno) {
-	if l.throughFile(p) {
-		return st, experimentalsys.ENOTDIR
-	}
-	return l.FS.Stat(p)
+func (l *linuxPaths) Stat(p string) (sys.Stat_t, experimentalsys.Errno) {
+	st, errno := l.FS.Stat(p)
+	return st, l.fix(p, errno)
 }
 
 func (l *linuxPaths) Readlink(p string) (string, experimentalsys.Errno) {
-	if l.throughFile(p) {
-		return "", experimentalsys.ENOTDIR
-	}
-	return l.FS.Readlink(p)
+	target, errno := l.FS.Readlink(p)
+	return target, l.fix(p, errno)
 }
 
 func (l *linuxPaths) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
-	return l.check(p, func() experimentalsys.Errno { return l.FS.Mkdir(p, perm) })
+	return l.fix(p, l.FS.Mkdir(p, perm))
 }
 
 func (l *linuxPaths) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
-	return l.check(p, func() experimentalsys.Errno { return l.FS.Chmod(p, perm) })
+	return l.fix(p, l.FS.Chmod(p, perm))
 }
 
 func (l *linuxPaths) Rmdir(p string) experimentalsys.Errno {
-	return l.check(p, func() experimentalsys.Errno { return l.FS.Rmdir(p) })
+	return l.fix(p, l.FS.Rmdir(p))
 }
 
 func (l *linuxPaths) Unlink(p string) experimentalsys.Errno {
-	return l.check(p, func() experimentalsys.Errno { return l.FS.Unlink(p) })
+	return l.fix(p, l.FS.Unlink(p))
 }
 
 func (l *linuxPaths) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
-	return l.check(p, func() experimentalsys.Errno { return l.FS.Utimens(p, atim, mtim) })
+	return l.fix(p, l.FS.Utimens(p, atim, mtim))
 }
 
 func (l *linuxPaths) Rename(from, to string) experimentalsys.Errno {
-	return l.check(from, func() experimentalsys.Errno {
-		return l.check(to, func() experimentalsys.Errno { return l.FS.Rename(from, to) })
-	})
+	return l.fix(to, l.fix(from, l.FS.Rename(from, to)))
 }
 
 func (l *linuxPaths) Link(oldPath, newPath string) experimentalsys.Errno {
-	return l.check(oldPath, func() experimentalsys.Errno {
-		return l.check(newPath, func() experimentalsys.Errno { return l.FS.Link(oldPath, newPath) })
-	})
+	return l.fix(newPath, l.fix(oldPath, l.FS.Link(oldPath, newPath)))
 }
 
 func (l *linuxPaths) Symlink(oldPath, linkName string) experimentalsys.Errno {
-	return l.check(linkName, func() experimentalsys.Errno { return l.FS.Symlink(oldPath, linkName) })
+	return l.fix(linkName, l.FS.Symlink(oldPath, linkName))
 }
 
-func (l *linuxPaths) check(p string, op func() experimentalsys.Errno) experimentalsys.Errno {
-	if l.throughFile(p) {
+// fix turns a failure on a path through a file into ENOTDIR. Only failures
+// look at the path's parents, so lookups that succeed cost nothing more.
+func (l *linuxPaths) fix(p string, errno experimentalsys.Errno) experimentalsys.Errno {
+	if errno != 0 && errno != experimentalsys.ENOTDIR && l.throughFile(p) {
 		return experimentalsys.ENOTDIR
 	}
-	return op()
+	return errno
 }
