@@ -16,15 +16,17 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// stdlibDir is where the guest finds its standard library: the directory
-// CPython computes from PYTHONHOME=/usr/local, as on a native install, so
-// sys._stdlib_dir, __file__, tracebacks and inspect see real files.
-const stdlibDir = "/usr/local/lib/python3.13"
-
 // stdlibFS serves the standard library zip's contents (sources, their
 // __pycache__ bytecode, data files; see assets/build/mkstdlib.py) read-only
-// at stdlibDir, and nothing else.
+// at stdlibMount: the directory CPython computes from PYTHONHOME=/usr/local,
+// as on a native install, so sys._stdlib_dir, __file__, tracebacks and
+// inspect see real files. nil (no zip: the interpreter brings its own)
+// mounts nothing.
 func stdlibFS(zipData []byte) (wazero.FSConfig, error) {
+	cfg := wazero.NewFSConfig()
+	if zipData == nil {
+		return cfg, nil
+	}
 	zr, err := zip.NewReader(bytes.NewReader(zipData), int64(len(zipData)))
 	if err != nil {
 		return nil, fmt.Errorf("wasmpy: the standard library zip: %w", err)
@@ -34,8 +36,25 @@ func stdlibFS(zipData []byte) (wazero.FSConfig, error) {
 			"it comes from an older build.sh; run `make` to rebuild it")
 	}
 	files := seekableFS{zr}
-	mount := &linuxPaths{FS: &sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: files}}, files: files}
-	return wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(mount, stdlibDir), nil
+	mount := &linuxPaths{FS: &readOnlyFS{sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: files}}}, files: files}
+	return cfg.(sysfs.FSConfig).WithSysFSMount(mount, stdlibMount), nil
+}
+
+// readOnlyFS refuses every change with EROFS, as a read-only mount does.
+// (wazero's ReadFS answers an open for writing with ENOSYS, which Python
+// reports as "function not implemented".)
+type readOnlyFS struct{ sysfs.ReadFS }
+
+func (r *readOnlyFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	const writing = experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentalsys.O_CREAT |
+		experimentalsys.O_TRUNC | experimentalsys.O_APPEND
+	if flag&writing != 0 {
+		if flag&experimentalsys.O_DIRECTORY != 0 {
+			return nil, experimentalsys.EISDIR
+		}
+		return nil, experimentalsys.EROFS
+	}
+	return r.ReadFS.OpenFile(path, flag, perm)
 }
 
 // seekableFS opens a file of the zip as a copy in memory, so it can seek:
