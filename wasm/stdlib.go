@@ -68,8 +68,12 @@ func (s seekableFS) Open(name string) (fs.File, error) {
 		return nil, err
 	}
 	fi, err := f.Stat()
-	if err != nil || fi.IsDir() {
-		return f, err
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if fi.IsDir() {
+		return f, nil
 	}
 	defer f.Close()
 	data, err := io.ReadAll(f)
