@@ -1,12 +1,14 @@
 # make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
 #            build when the machine can build it, the npm one always)
 # make test  runs every test against the real interpreter
+# make fuzz  runs every fuzz target for FUZZTIME each (FUZZFLAGS=-parallel=1 to spare cores)
+# make soak  drives bin/wasmpy serve with mixed load for DURATION (default 30s)
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 
-.PHONY: all wasmpy interpreter test bench fuzz clean
+.PHONY: all wasmpy interpreter test bench fuzz soak clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -28,6 +30,29 @@ test: all
 
 bench: all
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./...
+
+FUZZTIME ?= 30s
+FUZZFLAGS ?=
+# Every func Fuzz* in the tree, one at a time (go test fuzzes one target per
+# run); a failure is reported and the others still run. /usr/bin/time gives
+# each target's CPU time, and the total is summed at the end.
+fuzz: all
+	@rm -f bin/fuzz-times; failed=""; \
+	for file in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+	  pkg=./$$(dirname $${file#./}); \
+	  for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+	    echo "== $$pkg $$fn ($(FUZZTIME))"; \
+	    /usr/bin/time -a -o bin/fuzz-times -f "$$pkg $$fn %e %U %S" \
+	      $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) $$pkg || failed="$$failed $$pkg:$$fn"; \
+	  done; \
+	done; \
+	grep '^\./' bin/fuzz-times | awk '{printf "%-22s %-24s wall %7.1fs  cpu %7.1fs\n", $$1, $$2, $$3, $$4+$$5; w+=$$3; c+=$$4+$$5} \
+	  END {printf "fuzz: %d targets, wall %.1fs, cpu %.1fs (%.2f cpu-hours)\n", NR, w, c, c/3600}'; \
+	if [ -n "$$failed" ]; then echo "fuzz: failures (inputs saved under testdata/fuzz):$$failed"; exit 1; fi
+
+DURATION ?= 30s
+soak: all
+	$(GO) run ./internal/soak -wasmpy bin/wasmpy -duration $(DURATION)
 
 clean:
 	rm -rf bin
