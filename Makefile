@@ -1,7 +1,8 @@
 # make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
 #            build when the machine can build it, the npm one always)
 # make test  runs every test against the real interpreter
-# make fuzz  runs every fuzz target for FUZZTIME each (FUZZFLAGS=-parallel=1 to spare cores)
+# make fuzz  runs every fuzz target (or those matching FUZZ) for FUZZTIME each
+#            (FUZZFLAGS=-parallel=1 to spare cores)
 # make soak  drives bin/wasmpy serve with mixed load for DURATION (default 30s)
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
@@ -33,14 +34,16 @@ bench: all
 
 FUZZTIME ?= 30s
 FUZZFLAGS ?=
+FUZZ ?= .
 # Every func Fuzz* in the tree, one at a time (go test fuzzes one target per
-# run); a failure is reported and the others still run. /usr/bin/time gives
+# run), or those whose names match the regexp FUZZ; a failure is reported and
+# the others still run. /usr/bin/time gives
 # each target's CPU time, and the total is summed at the end.
 fuzz: all
 	@rm -f bin/fuzz-times; failed=""; \
 	for file in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
 	  pkg=./$$(dirname $${file#./}); \
-	  for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+	  for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file | grep -E '$(FUZZ)'); do \
 	    echo "== $$pkg $$fn ($(FUZZTIME))"; \
 	    /usr/bin/time -a -o bin/fuzz-times -f "$$pkg $$fn %e %U %S" \
 	      $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) $$pkg || failed="$$failed $$pkg:$$fn"; \

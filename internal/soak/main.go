@@ -47,7 +47,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: soak [-wasmpy BIN] [-skills DIR] [-duration D] [-max-requests N] [-clients N] [-seed N] [-keep]")
 		os.Exit(2)
 	}
-	o.serveArgs = []string{"--max-concurrent", "2", "--max-queue", "8", "--timeout", "5s", "--memory", "64MiB", "--output", "1MiB"}
+	o.serveArgs = []string{"--max-concurrent", "2", "--max-queue", "8", "--timeout", "5s", "--memory", "64MiB"}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := run(ctx, o, os.Stdout)

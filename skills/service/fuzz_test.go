@@ -63,7 +63,7 @@ func FuzzRunRequest(f *testing.F) {
 	}
 	s := startServer(f, func(c *service.Config) {
 		c.EnableExec = true
-		c.ExecLimits = wasmpy.Limits{Timeout: 2 * time.Second, Memory: 64 << 20, Fuel: 1 << 32}
+		c.ExecLimits = wasmpy.Limits{Timeout: 2 * time.Second, Memory: 64 << 20} // no fuel ceiling, as serve by default
 	})
 	handler := s.Config.Handler
 	f.Fuzz(func(t *testing.T, target uint8, body []byte) {
