@@ -115,6 +115,9 @@ var classes = []class{
 	{name: "text-plain", weight: 1, want: []int{415}, build: func(r *rand.Rand, c *client) (string, string, string, map[string]string) {
 		return "POST", "/skills/text_summarize/execute", args(map[string]any{"text": "x"}, "", ""), map[string]string{"Content-Type": "text/plain"}
 	}},
+	{name: "cross-origin", weight: 1, want: []int{403}, build: func(r *rand.Rand, c *client) (string, string, string, map[string]string) {
+		return "POST", "/exec", execBody("print(1)", map[string]any{}), map[string]string{"Origin": "https://evil.example"}
+	}},
 }
 
 // pick draws a class by weight.

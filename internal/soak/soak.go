@@ -408,6 +408,14 @@ func (r *report) print(w io.Writer, o options) {
 		r.checked, r.checked-r.lost-r.mismatched-r.unfinished, r.lost, r.mismatched, r.unfinished, r.interrupted, r.storeTotal, r.storeOutcomes)
 	fmt.Fprintf(w, "server RSS: start %s, after the %s warm-up %s, end %s, peak %s (%d samples)\n",
 		mib(r.rssStart), r.warmup, mib(r.rssWarm), mib(r.rssEnd), mib(r.peak), len(r.rss))
+	if len(r.rss) > 0 {
+		fmt.Fprint(w, "server RSS over time:")
+		for i := range 11 {
+			smp := r.rss[min(len(r.rss)-1, i*len(r.rss)/10)]
+			fmt.Fprintf(w, " %s %.0f", smp.at.Round(time.Second), float64(smp.rss)/(1<<20))
+		}
+		fmt.Fprintln(w, " (MiB)")
+	}
 	fmt.Fprintf(w, "server: exit after SIGTERM: %v; %d error log lines\n", errOrOK(r.serverExit), r.serverErrLines)
 	if len(r.failures) == 0 {
 		fmt.Fprintln(w, "PASS")
