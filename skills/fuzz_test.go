@@ -14,11 +14,12 @@ import (
 )
 
 // FuzzLoad loads a skill directory made of arbitrary skill.yaml, schema.json
-// and handler.py beside a good skill, with the real handler checker, then
-// checks arbitrary arguments against whatever loaded. Load never fails for a
-// broken skill: it is left out with one-line reasons naming its files, the
-// good one still loads, and checking arguments only ever refuses with
-// invalid_input or approval_required.
+// and handler.py, with the real handler checker (which only runs once the
+// files are otherwise valid), then checks arbitrary arguments against
+// whatever loaded. Load never fails for a broken skill: it is left out with
+// one-line reasons naming its files, and checking arguments only ever
+// refuses with invalid_input or approval_required. (That a broken skill
+// never keeps a good one from loading is TestLoadBrokenSkills'.)
 //
 //	go test ./skills -run '^$' -fuzz FuzzLoad -fuzztime 5m
 func FuzzLoad(f *testing.F) {
@@ -28,7 +29,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add(good["skill.yaml"]+"requires_approval: true\nlimits: {timeout: 1s, memory: 64MiB, fuel: 1000}\ntags: [a, b]\n",
 		good["schema.json"], good["handler.py"], `{}`)
 	f.Add(strings.Replace(good["skill.yaml"], "[none]", "[pii_risk, side_effect, file_system]", 1), good["schema.json"], good["handler.py"], `{"x": 9007199254740993}`)
-	f.Add("name: good\nversion: 1.0.0-rc.1+b\ndescription: d\nhandler: handler.run\nsafety_flags: [none]\n", good["schema.json"], good["handler.py"], `{"x": 1}`)
+	f.Add("name: other\nversion: 1.0.0-rc.1+b\ndescription: d\nhandler: handler.run\nsafety_flags: [none]\n", good["schema.json"], good["handler.py"], `{"x": 1}`)
 	f.Add("name: fuzzed\nversion: 1.0.0\ndescription: d\nhandler: handler.run\nsafety_flags: [none]\nlimits: {timeout: 99999h, memory: 1EiB}\n", good["schema.json"], good["handler.py"], `{}`)
 	f.Add("name: &a [*a]\n", `{}`, ``, `{}`)
 	f.Add("{{{", `{"input": {"type": "object"}, "output": {}} {}`, "def run(:", `[`)
@@ -44,32 +45,18 @@ func FuzzLoad(f *testing.F) {
 			"fuzzed/schema.json": {Data: []byte(schema)},
 			"fuzzed/handler.py":  {Data: []byte(handler)},
 		}
-		for name, content := range goodSkill("good") {
-			fsys["good/"+name] = &fstest.MapFile{Data: []byte(content)}
-		}
 		reg, err := skills.Load(context.Background(), fsys, skills.LoadOptions{Root: "root", Checker: checker})
 		require.NoError(t, err)
 
-		loaded := false // the fuzzed skill
-		for _, s := range reg.Skills() {
-			loaded = loaded || s.Dir == "root/fuzzed"
-		}
-		refused := false
+		require.True(t, len(reg.Skills()) == 1 != (len(reg.Problems()) > 0), "the skill is either loaded or refused: %v", reg.Problems())
 		for _, p := range reg.Problems() {
-			refused = refused || strings.HasPrefix(p.Path, "root/fuzzed/")
-		}
-		require.True(t, loaded != refused, "the fuzzed skill is either loaded or refused: %v", reg.Problems())
-		if _, ok := reg.Get("good"); !ok {
-			require.Contains(t, reg.Problems()[0].Reason, `name "good" is also used by`, "the good skill did not load")
-		}
-		for _, p := range reg.Problems() {
-			require.True(t, strings.HasPrefix(p.Path, "root/fuzzed/") || strings.HasPrefix(p.Path, "root/good/"), p.Path)
+			require.True(t, strings.HasPrefix(p.Path, "root/fuzzed/"), p.Path)
 			require.NotEmpty(t, p.Reason)
 			require.NotContains(t, p.Reason, "\n", "a reason is one line")
 			require.NotContains(t, p.Reason, "goroutine ")
 		}
 		for _, s := range reg.Skills() {
-			require.Contains(t, []string{"root/fuzzed", "root/good"}, s.Dir)
+			require.Equal(t, "root/fuzzed", s.Dir)
 			require.True(t, json.Valid(s.InputSchema) && json.Valid(s.OutputSchema))
 			_, err := json.Marshal(s.Info())
 			require.NoError(t, err)
