@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,7 +26,8 @@ var fuzzTargets = []string{"/exec", "/skills/echo/execute", "/skills/text_summar
 // handler, with the real interpreter behind it. Whatever the body, the answer
 // is JSON with a stable code matching its status, never a 500, never a Go
 // stack; a 5xx only ever reports a run that happened (the guest failed or
-// timed out in /exec), and every run has its provenance record, finished.
+// timed out in /exec), and every run has its provenance record, finished,
+// naming a printable actor.
 //
 //	go test ./skills/service -run '^$' -fuzz FuzzRunRequest -fuzztime 5m
 func FuzzRunRequest(f *testing.F) {
@@ -51,6 +53,10 @@ func FuzzRunRequest(f *testing.F) {
 		{1, `{"args": `},
 		{1, `{} {}`},
 		{1, `null`},
+		// What the security review of issue 11 broke: a 500, a 502.
+		{0, `{"code": "print(1)", "limits": {"fuel": 18446744073709551615}}`},
+		{1, `{"args": {"message": "a\ud800"}}`},
+		{1, `{"args": {"message": "x"}, "actor_id": "evil\u001b]0;PWNED\u0007\nFAKE LINE"}`},
 		{2, `{"args": {"text": "Cats purr. Cats sleep a lot. Dogs bark. Cats and dogs play.", "max_sentences": 1, "style": "bullet-points"}}`},
 		{2, `{"args": {"text": "?", "max_sentences": 100}}`},
 		{2, `{"args": {"text": "a", "max_sentences": 1.5}}`},
@@ -122,4 +128,7 @@ func checkAnswer(t *testing.T, s *server, path string, w *httptest.ResponseRecor
 	require.NoError(t, err, "the run's record is lost")
 	require.Equal(t, body.Provenance.Outcome, rec.Outcome)
 	require.NotNil(t, rec.FinishedAt, "the run's record is left unfinished")
+	for _, actor := range []string{rec.ActorID, rec.ActorType} {
+		require.False(t, strings.ContainsFunc(actor, unicode.IsControl), "provenance keeps an unprintable actor %q", actor)
+	}
 }
