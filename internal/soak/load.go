@@ -98,7 +98,7 @@ var classes = []class{
 	{name: "flood", weight: 1, burst: 24, want: []int{200, 429}, build: func(r *rand.Rand, c *client) (string, string, string, map[string]string) {
 		return "POST", "/skills/text_summarize/execute", args(map[string]any{"text": prose(r, 20)}, "flood", "agent"), nil
 	}},
-	{name: "client-gone", weight: 1, cancel: 150 * time.Millisecond, build: func(r *rand.Rand, c *client) (string, string, string, map[string]string) {
+	{name: "client-gone", weight: 1, cancel: 150 * time.Millisecond, want: []int{504}, guest: true, build: func(r *rand.Rand, c *client) (string, string, string, map[string]string) {
 		return "POST", "/exec", execBody("while True: pass", map[string]any{"timeout_ms": 1500}), nil
 	}},
 	// What the security review of issue 11 broke: each must be refused

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,7 +70,41 @@ func startServer(ctx context.Context, wasmpy, skillsDir, dir string, extra []str
 		s.cmd.Process.Kill()
 		return nil, ctx.Err()
 	}
+	if err := s.waitReady(ctx, time.Now().Add(2*time.Minute)); err != nil {
+		s.cmd.Process.Kill()
+		return nil, err
+	}
 	return s, nil
+}
+
+// waitReady polls /health until every skill has loaded: serve answers
+// before its skills are checked.
+func (s *server) waitReady(ctx context.Context, deadline time.Time) error {
+	for {
+		var h struct {
+			Skills  int `json:"skills"`
+			Broken  int `json:"broken_skills"`
+			Loading int `json:"loading_skills"`
+		}
+		resp, err := http.Get("http://" + s.addr + "/health")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&h)
+			resp.Body.Close()
+		}
+		switch {
+		case err == nil && h.Broken > 0:
+			return fmt.Errorf("%d skills did not load; see %s", h.Broken, s.log.Name())
+		case err == nil && h.Loading == 0 && h.Skills > 0:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("skills still loading after 2 minutes (last: %+v, %v)", h, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // readLog copies the server's JSON log to its file, counting the errors
