@@ -1,14 +1,17 @@
 # make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
 #            build when the machine can build it, the npm one always)
-# make test  runs every test against the real interpreter
+# make test  runs every test against the real interpreter, then a 30s soak
 # make test-cpython  runs CPython's regression tests in the sandbox beside a
 #            native run of the same source (make test runs a fast subset)
+# make fuzz  runs every fuzz target (or those matching FUZZ) for FUZZTIME each
+#            (FUZZFLAGS=-parallel=1 to spare cores)
+# make soak  drives bin/wasmpy serve with mixed load for DURATION (default 30s)
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 
-.PHONY: all wasmpy interpreter test test-cpython bench fuzz clean
+.PHONY: all wasmpy interpreter test test-cpython bench fuzz soak clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -27,12 +30,40 @@ test: all
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+	$(MAKE) --no-print-directory soak
 
 test-cpython: all
 	WASMPY_CPYTHON=all $(GO) test -count=1 -v -timeout 6h -run '^TestCPython$$' ./internal/cpythontest
 
 bench: all
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./...
+
+FUZZTIME ?= 30s
+FUZZFLAGS ?=
+FUZZ ?= .
+# Every func Fuzz* in the tree, one at a time (go test fuzzes one target per
+# run), or those whose names match the regexp FUZZ; a failure is reported and
+# the others still run. /usr/bin/time gives
+# each target's CPU time, and the total is summed at the end. Minimizing a new
+# input gets 10s, not 60s: the targets that run the interpreter would spend
+# most of their time minimizing.
+fuzz: all
+	@rm -f bin/fuzz-times; failed=""; \
+	for file in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+	  pkg=./$$(dirname $${file#./}); \
+	  for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file | grep -E '$(FUZZ)'); do \
+	    echo "== $$pkg $$fn ($(FUZZTIME))"; \
+	    /usr/bin/time -a -o bin/fuzz-times -f "$$pkg $$fn %e %U %S" \
+	      $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s $(FUZZFLAGS) $$pkg || failed="$$failed $$pkg:$$fn"; \
+	  done; \
+	done; \
+	grep '^\./' bin/fuzz-times | awk '{printf "%-22s %-24s wall %7.1fs  cpu %7.1fs\n", $$1, $$2, $$3, $$4+$$5; w+=$$3; c+=$$4+$$5} \
+	  END {printf "fuzz: %d targets, wall %.1fs, cpu %.1fs (%.2f cpu-hours)\n", NR, w, c, c/3600}'; \
+	if [ -n "$$failed" ]; then echo "fuzz: failures (inputs saved under testdata/fuzz):$$failed"; exit 1; fi
+
+DURATION ?= 30s
+soak: all
+	$(GO) run ./internal/soak -wasmpy bin/wasmpy -duration $(DURATION)
 
 clean:
 	rm -rf bin

@@ -184,6 +184,10 @@ func writeCanonicalString(buf *bytes.Buffer, s string) {
 	buf.WriteByte('"')
 }
 
+// maxExponent bounds a number's decimal exponent, as written and once
+// normalised: beyond it a value is no number any JSON reader can hold.
+const maxExponent = 1e9
+
 // canonicalNumber rewrites a JSON number literal in ECMAScript's
 // Number::toString layout, keeping its exact decimal value.
 func canonicalNumber(lit string) (string, error) {
@@ -195,7 +199,7 @@ func canonicalNumber(lit string) (string, error) {
 	exp := 0
 	if hasExp {
 		e, err := strconv.Atoi(expPart)
-		if err != nil || e > 1e9 || e < -1e9 {
+		if err != nil || e > maxExponent || e < -maxExponent {
 			return bad()
 		}
 		exp = e
@@ -214,12 +218,15 @@ func canonicalNumber(lit string) (string, error) {
 			return bad()
 		}
 	}
+	k := len(digits)
+	n := k + exp // the decimal point sits after n digits
+	if n-1 > maxExponent || n-1 < -maxExponent {
+		return bad() // bounded as written out, so that the canonical form parses again
+	}
 	var b strings.Builder
 	if neg {
 		b.WriteByte('-')
 	}
-	k := len(digits)
-	n := k + exp // the decimal point sits after n digits
 	switch {
 	case k <= n && n <= 21: // an integer: digits and n-k zeros
 		b.WriteString(digits)

@@ -23,7 +23,7 @@ var (
 
 // testExecutor is one Executor for the package's tests, on the interpreter
 // $WASMPY_INTERPRETER names (default: the best installed).
-func testExecutor(t *testing.T) *skills.Executor {
+func testExecutor(t testing.TB) *skills.Executor {
 	t.Helper()
 	execOnce.Do(func() {
 		executor, execErr = skills.NewExecutor(context.Background(), skills.ExecutorConfig{
