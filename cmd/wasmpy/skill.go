@@ -110,7 +110,9 @@ func loadSkills(c *cli.Context, ex *skills.Executor, dir string) (*skills.Regist
 
 // startSkills starts loading --skills (or the built-in examples).
 func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dir string) (*skills.Registry, error) {
-	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls()}
+	// --skill-check-timeout is serve's; elsewhere it reads as 0, the default.
+	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls(),
+		SkillTimeout: c.Duration("skill-check-timeout")}
 	var reg *skills.Registry
 	var err error
 	if dir == "" {
