@@ -46,10 +46,11 @@ const (
 )
 
 // imagePath names the cached image of an interpreter: anything that changes
-// what initialisation does changes the name.
-func imagePath(dir, interpSHA string) string {
+// what initialisation does changes the name, the site's contents and the
+// modules preloaded from it included.
+func imagePath(dir, interpSHA, siteKey, preloaded string) string {
 	h := sha256.New()
-	for _, s := range []string{interpSHA, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic), stdlibMount, filesMount} {
+	for _, s := range []string{interpSHA, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic), stdlibMount, filesMount, siteKey, preloaded} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
