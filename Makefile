@@ -1,12 +1,15 @@
 # make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
 #            build when the machine can build it, the npm one always)
 # make test  runs every test against the real interpreter
+# make packages  fetches the Debian packages of assets/build/packages.lock
+#            (sympy, networkx, dateutil...) that the package-set tests build into a set
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
+export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 
-.PHONY: all wasmpy interpreter test bench fuzz clean
+.PHONY: all wasmpy interpreter packages test bench fuzz clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -20,13 +23,19 @@ interpreter: wasmpy
 	  else exit $$rc; fi; }
 	bin/wasmpy setup
 
-test: all
+# debpkgs.sh exits 3 when this host cannot fetch them: their tests skip.
+packages:
+	@assets/build/debpkgs.sh "$(WASMPY_DEBS)" || { rc=$$?; \
+	  if [ $$rc -eq 3 ]; then echo "make: cannot fetch the Debian packages here; the tests that need them skip"; \
+	  else exit $$rc; fi; }
+
+test: all packages
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "make: gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 
-bench: all
+bench: all packages
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./...
 
 clean:

@@ -1,6 +1,7 @@
 package wasmpy
 
 import (
+	"fmt"
 	"io/fs"
 	"slices"
 	"strings"
@@ -19,20 +20,37 @@ type PackageSet struct {
 // Packages lists the package sets the sandbox mounts, in the order given.
 func (s *Sandbox) Packages() []PackageSet { return slices.Clone(s.sets) }
 
+// Require checks pip-style requirements ("sympy>=1.12") against the
+// distributions of the mounted package sets, which are the allowlist: the
+// error names the first requirement no set meets, and why.
+func (s *Sandbox) Require(reqs ...string) error {
+	for _, r := range reqs {
+		if _, err := packages.Satisfy(r, s.dists); err != nil {
+			if len(s.sets) == 0 {
+				return fmt.Errorf("wasmpy: requirement %q: the sandbox mounts no package set, so it has only the standard library", strings.TrimSpace(r))
+			}
+			return fmt.Errorf("wasmpy: requirement %q: %v", strings.TrimSpace(r), err)
+		}
+	}
+	return nil
+}
+
 // mountPackages opens and checks every set and merges them into the
 // guest's site-packages; nothing is mounted unless all pass.
-func mountPackages(paths []string) (fs.FS, []PackageSet, error) {
+func mountPackages(paths []string) (fs.FS, []PackageSet, []packages.Distribution, error) {
 	if len(paths) == 0 {
-		return nil, []PackageSet{}, nil
+		return nil, []PackageSet{}, nil, nil
 	}
+	var dists []packages.Distribution
 	var sets []*packages.Set
 	var info []PackageSet
 	for _, p := range paths {
 		s, err := packages.Open(p)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		sets = append(sets, s)
+		dists = append(dists, s.Manifest.Distributions...)
 		ps := PackageSet{Name: s.Name(), SHA256: s.SHA256, Distributions: []string{}}
 		for _, d := range s.Manifest.Distributions {
 			ps.Distributions = append(ps.Distributions, d.Name+" "+d.Version)
@@ -41,9 +59,9 @@ func mountPackages(paths []string) (fs.FS, []PackageSet, error) {
 	}
 	site, err := packages.Mount(sets...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return site, info, nil
+	return site, info, dists, nil
 }
 
 // setsKey identifies the mounted sets' contents, in order.

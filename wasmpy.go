@@ -30,6 +30,7 @@ import (
 
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/packages"
 	"github.com/wasmpy/wasmpy/wasm"
 	"github.com/wasmpy/wasmpy/workspace"
 )
@@ -144,6 +145,7 @@ type Config struct {
 type Sandbox struct {
 	cfg    Config
 	sets   []PackageSet
+	dists  []packages.Distribution // of every set: the requirements allowlist
 	interp *assets.Interpreter
 	engine *wasm.Engine
 	llm    *hostfuncs.LLM
@@ -175,7 +177,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	site, sets, err := mountPackages(cfg.Packages)
+	site, sets, dists, err := mountPackages(cfg.Packages)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +186,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sandbox{cfg: cfg, sets: sets, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM)}, nil
+	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM)}, nil
 }
 
 // Close releases the compiled interpreter; runs in progress end, and later

@@ -21,7 +21,7 @@ sha256() { sha256sum "$1" | cut -d' ' -f1; }
 for tool in jq dpkg-deb sha256sum; do
 	command -v "$tool" >/dev/null || unavailable "$tool is not installed"
 done
-SUITE=$(jq -r .suite "$LOCK")
+SUITES=$(jq -r '.suites | join(" ")' "$LOCK")
 mkdir -p "$DIR"
 
 # mirror: the first URI of this machine's Debian archive entries.
@@ -35,7 +35,7 @@ mirror() {
 }
 
 APT=()
-# apt_private: apt options for a private view of $SUITE that leaves the
+# apt_private: apt options for a private view of $SUITES that leaves the
 # machine's own sources, lists and cache alone.
 apt_private() {
 	[ ${#APT[@]} -eq 0 ] || return 0
@@ -45,14 +45,14 @@ apt_private() {
 	[ -n "$m" ] || unavailable "no Debian mirror in /etc/apt (set WASMPY_DEBIAN_MIRROR)"
 	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$apt/prefs"
 	{
-		printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\n' "$m" "$SUITE"
+		printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\n' "$m" "$SUITES"
 		[ -f "$keyring" ] && printf 'Signed-By: %s\n' "$keyring"
 	} >"$apt/private.sources"
 	APT=(-o "Dir::Etc::SourceList=$apt/private.sources" -o "Dir::Etc::SourceParts=$apt/parts"
 		-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
 		-o "Dir::Etc::Preferences=/dev/null" -o "Dir::Etc::PreferencesParts=$apt/prefs"
 		-o "Acquire::Languages=none" -o "APT::Sandbox::User=$(id -un)" -q)
-	apt-get "${APT[@]}" update >"$apt/update.log" 2>&1 || unavailable "apt-get update of $SUITE failed (see $apt/update.log)"
+	apt-get "${APT[@]}" update >"$apt/update.log" 2>&1 || unavailable "apt-get update of $SUITES failed (see $apt/update.log)"
 }
 
 for pkg in $(jq -r '.packages | keys[]' "$LOCK"); do

@@ -26,7 +26,7 @@ func record(skill string, at time.Time) *skills.Record {
 	return &skills.Record{ExecutionID: skills.NewID(), Skill: skill, Version: "1.0.0", ActorID: "alice", ActorType: "user",
 		CodeHash: "c0de", InputsHash: "1a", Interpreter: wasmpy.InterpreterInfo{Kind: "wasmpy", Version: "3.13", SHA256: "abc"},
 		Packages: []wasmpy.PackageSet{{Name: "sci.zip", SHA256: "5e7", Distributions: []string{"six 1.17.0"}}},
-		Limits: skills.LimitsInfo{TimeoutMS: 1000, MemoryBytes: 1 << 20}, Outcome: skills.OutcomeRunning, StartedAt: at,
+		Limits:   skills.LimitsInfo{TimeoutMS: 1000, MemoryBytes: 1 << 20}, Outcome: skills.OutcomeRunning, StartedAt: at,
 		HostCalls: []wasmpy.HostCall{}}
 }
 
