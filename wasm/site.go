@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/wasmpy/wasmpy/packages"
 )
@@ -40,7 +41,8 @@ func (s siteConfig) mount(cfg wazero.FSConfig) wazero.FSConfig {
 	if s.fs == nil {
 		return cfg
 	}
-	return cfg.WithFSMount(s.fs, packages.SiteDir)
+	ro := &readOnlyFS{sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: s.fs}}}
+	return cfg.(sysfs.FSConfig).WithSysFSMount(ro, packages.SiteDir)
 }
 
 // prelude is the Python that puts the site on sys.path and imports the
