@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -156,4 +157,30 @@ func TestPreload(t *testing.T) {
 	require.Equal(t, "2*sqrt(2)\n", resCold.Stdout)
 	require.Equal(t, resCold.Stdout, resWarm.Stdout)
 	require.Less(t, resWarm.FuelUsed*20, resCold.FuelUsed, "cold %d, preloaded %d", resCold.FuelUsed, resWarm.FuelUsed)
+}
+
+// BenchmarkImportSympy is `import sympy` per run, with sympy in a package
+// set, cold (every run imports it) and preloaded (the snapshot holds it).
+func BenchmarkImportSympy(b *testing.B) {
+	set := sciSet(b)
+	job := wasmpy.Job{Code: "import sympy\nprint(sympy.Integer(6) * 7)", Limits: wasmpy.Limits{Timeout: 2 * time.Minute}}
+	for _, kind := range []string{"cold", "preloaded"} {
+		b.Run(kind, func(b *testing.B) {
+			cfg := wasmpy.Config{Packages: []string{set}}
+			if kind == "preloaded" {
+				cfg.Preload = []string{"sympy"}
+			}
+			sb := packagesSandbox(b, cfg)
+			var times []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				res, err := sb.Run(context.Background(), job)
+				times = append(times, time.Since(start))
+				require.NoError(b, err)
+				require.Equal(b, "42\n", res.Stdout, res.Stderr)
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2])/1e6, "p50-ms")
+		})
+	}
 }
