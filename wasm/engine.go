@@ -102,6 +102,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Interpreter == nil {
 		return nil, errors.New("wasmpy: no interpreter")
 	}
+	site := siteConfig{fs: cfg.Site, key: cfg.SiteKey, preload: slices.Clone(cfg.Preload)}
+	if err := site.validate(); err != nil {
+		return nil, err
+	}
 	// Debug info would have wazero parse DWARF for every trap and exit.
 	// A metered instance stops, when its context is done, at its next
 	// refuel (see meter); only an unmetered one needs wazero's checks.
@@ -113,11 +117,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		rc = rc.WithCompilationCache(cache)
 	}
-	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc),
-		site: siteConfig{fs: cfg.Site, key: cfg.SiteKey, preload: slices.Clone(cfg.Preload)}}
-	if err := e.site.validate(); err != nil {
-		return nil, err
-	}
+	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc), site: site}
 	e.alive, e.kill = context.WithCancelCause(context.Background())
 	if err := e.start(ctx, cfg.CacheDir); err != nil {
 		e.kill(err)
