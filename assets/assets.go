@@ -41,8 +41,10 @@ type Interpreter struct {
 	Version string // CPython version, e.g. "3.13.5"
 	Wasm    []byte // the module's bytes, checked against SHA256
 	SHA256  string // hex SHA-256 of Wasm: identifies the interpreter in provenance
-	// Stdlib is the standard library zip, checked too (Wasmpy only).
-	Stdlib []byte
+	// Stdlib is the standard library zip, checked too (Wasmpy only), and
+	// StdlibSHA256 its hex SHA-256.
+	Stdlib       []byte
+	StdlibSHA256 string
 }
 
 // Options selects an interpreter.

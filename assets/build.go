@@ -48,5 +48,5 @@ func loadBuild(dir string) (*Interpreter, error) {
 		return nil, err
 	}
 	return &Interpreter{Kind: Wasmpy, Version: m.PythonVersion, Wasm: wasm,
-		SHA256: m.Outputs["python.wasm"], Stdlib: stdlib}, nil
+		SHA256: m.Outputs["python.wasm"], Stdlib: stdlib, StdlibSHA256: m.Outputs["python313.zip"]}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"unsafe"
 
+	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/pyhost"
 )
 
@@ -46,11 +47,14 @@ const (
 )
 
 // imagePath names the cached image of an interpreter: anything that changes
-// what initialisation does changes the name, the site's contents and the
-// modules preloaded from it included.
-func imagePath(dir, interpSHA, siteKey, preloaded string) string {
+// what initialisation does changes the name. The image holds what the
+// standard library looked like (imported modules, the import system's
+// directory caches), so its zip is part of the key, as are the site's
+// contents and the modules preloaded from it.
+func imagePath(dir string, interp *assets.Interpreter, siteKey, preloaded string) string {
 	h := sha256.New()
-	for _, s := range []string{interpSHA, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic), stdlibMount, filesMount, siteKey, preloaded} {
+	for _, s := range []string{interp.SHA256, interp.StdlibSHA256, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic),
+		stdlibMount, filesMount, siteKey, preloaded} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

@@ -1,8 +1,11 @@
 package wasm
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -74,7 +77,7 @@ func TestHotPages(t *testing.T) {
 
 	cache, err := assets.DefaultCacheDir()
 	require.NoError(t, err)
-	img, err := openImage(imagePath(filepath.Join(cache, "engine", "snapshots"), e.interp.SHA256, "", ""))
+	img, err := openImage(imagePath(filepath.Join(cache, "engine", "snapshots"), e.interp, "", ""))
 	require.NoError(t, err)
 	defer closeImage(img)
 	require.Equal(t, e.image.hot, img.hot)
@@ -109,4 +112,49 @@ func TestClose(t *testing.T) {
 	}
 	_, err = e.Run(context.Background(), &Run{Code: "print(1)"})
 	require.ErrorContains(t, err, "closed")
+}
+
+// The cached image holds the import system's view of the standard library,
+// so a new stdlib zip with the same python.wasm gets an image of its own.
+func TestImageKeyedByStdlib(t *testing.T) {
+	interp, err := assets.Load(assets.Options{Select: os.Getenv("WASMPY_INTERPRETER")})
+	require.NoError(t, err)
+	if interp.Kind != assets.Wasmpy {
+		t.Skip("snapshot images are made for the wasmpy build")
+	}
+	cache := t.TempDir()
+	run := func(interp *assets.Interpreter, code string) *Outcome {
+		e, err := New(context.Background(), Config{Interpreter: interp, CacheDir: cache, Unmetered: true})
+		require.NoError(t, err)
+		defer e.Close(context.Background())
+		return runOn(t, e, &Run{Code: code})
+	}
+	out := run(interp, "import wasmpy_probe")
+	require.NotNil(t, out.Failure)
+	require.Equal(t, "ModuleNotFoundError", out.Failure.Type)
+
+	// The same stdlib plus one module, in a process whose cache holds the
+	// first one's image.
+	var buf bytes.Buffer
+	zr, err := zip.NewReader(bytes.NewReader(interp.Stdlib), int64(len(interp.Stdlib)))
+	require.NoError(t, err)
+	zw := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		require.NoError(t, zw.Copy(f))
+	}
+	w, err := zw.Create("wasmpy_probe.py")
+	require.NoError(t, err)
+	_, err = w.Write([]byte("print('probe from the new zip')\n"))
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	other := *interp
+	other.Stdlib = buf.Bytes()
+	sum := sha256.Sum256(other.Stdlib)
+	other.StdlibSHA256 = hex.EncodeToString(sum[:])
+	out = run(&other, "import wasmpy_probe")
+	require.Nil(t, out.Failure, string(out.Stderr))
+	require.Equal(t, "probe from the new zip\n", string(out.Stdout))
+	images, err := filepath.Glob(filepath.Join(cache, "snapshots", "*.img"))
+	require.NoError(t, err)
+	require.Len(t, images, 2)
 }

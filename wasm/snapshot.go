@@ -29,7 +29,7 @@ const preload = "import os, json, re, math, collections, itertools, functools, d
 func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 	var path string
 	if cacheDir != "" {
-		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp.SHA256, e.site.key, strings.Join(e.site.preload, ","))
+		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp, e.site.key, strings.Join(e.site.preload, ","))
 		if img, err := openImage(path); err == nil {
 			e.image = img
 			return nil
