@@ -1,6 +1,7 @@
 package wasmpy_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -95,7 +96,7 @@ func sciSet(t testing.TB) string {
 
 func compileIn(sb *wasmpy.Sandbox) func(context.Context, string, []byte) ([]byte, error) {
 	return func(ctx context.Context, code string, stdin []byte) ([]byte, error) {
-		res, err := sb.Run(ctx, wasmpy.Job{Code: code, Stdin: stdin, Limits: wasmpy.Limits{Timeout: 10 * time.Minute, Memory: 1 << 30, Output: 256 << 20}})
+		res, err := sb.Run(ctx, wasmpy.Job{Code: code, Stdin: bytes.NewReader(stdin), Limits: wasmpy.Limits{Timeout: 10 * time.Minute, Memory: 1 << 30, Output: 256 << 20}})
 		if err != nil {
 			return nil, err
 		}

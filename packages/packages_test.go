@@ -38,7 +38,7 @@ func python(t testing.TB) func(context.Context, string, []byte) ([]byte, error) 
 	})
 	require.NoError(t, sandboxErr, "run `make` first to install the interpreter")
 	return func(ctx context.Context, code string, stdin []byte) ([]byte, error) {
-		res, err := sandbox.Run(ctx, wasmpy.Job{Code: code, Stdin: stdin, Limits: wasmpy.Limits{Timeout: 5 * time.Minute, Memory: 1 << 30, Output: 64 << 20}})
+		res, err := sandbox.Run(ctx, wasmpy.Job{Code: code, Stdin: bytes.NewReader(stdin), Limits: wasmpy.Limits{Timeout: 5 * time.Minute, Memory: 1 << 30, Output: 64 << 20}})
 		if err != nil {
 			return nil, err
 		}
