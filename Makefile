@@ -3,13 +3,15 @@
 # make test  runs every test against the real interpreter
 # make packages  fetches the Debian packages of assets/build/packages.lock
 #            (sympy, networkx, dateutil...) that the package-set tests build into a set
+# make test-cpython  runs CPython's regression tests in the sandbox beside a
+#            native run of the same source (make test runs a fast subset)
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 
-.PHONY: all wasmpy interpreter packages test bench fuzz clean
+.PHONY: all wasmpy interpreter packages test test-cpython bench fuzz clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -34,6 +36,9 @@ test: all packages
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+
+test-cpython: all
+	WASMPY_CPYTHON=all $(GO) test -count=1 -v -timeout 6h -run '^TestCPython$$' ./internal/cpythontest
 
 bench: all packages
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./...

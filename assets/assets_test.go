@@ -27,6 +27,7 @@ func TestLoadBuild(t *testing.T) {
 	require.Equal(t, Wasmpy, interp.Kind)
 	require.Equal(t, "3.13.5", interp.Version)
 	require.Equal(t, []byte("PK zip"), interp.Stdlib)
+	require.Equal(t, sum([]byte("PK zip")), interp.StdlibSHA256) // part of the snapshot image's key
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "python313.zip"), []byte("tampered"), 0o644))
 	_, err = Load(Options{Select: dir})

@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing/fstest"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -128,7 +127,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 }
 
 func (e *Engine) start(ctx context.Context, cacheDir string) error {
-	e.mounts = e.site.mount(stdlibFS(e.interp.Stdlib))
+	stdlib, err := stdlibFS(e.interp.Stdlib)
+	if err != nil {
+		return err
+	}
+	e.mounts = e.site.mount(stdlib)
 	wasi := e.rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(wasi)
 	i32 := api.ValueTypeI32
@@ -621,35 +624,6 @@ func nonce() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return fmt.Sprintf("\x1ewasmpy-report-%x:", b)
-}
-
-// stdlibFS serves the standard library zip, and nothing else, read-only at
-// stdlibMount; nil (no zip: the interpreter brings its own) mounts nothing.
-func stdlibFS(zip []byte) wazero.FSConfig {
-	cfg := wazero.NewFSConfig()
-	if zip == nil {
-		return cfg
-	}
-	fsys := fstest.MapFS{"python313.zip": {Data: zip, Mode: 0o444}}
-	ro := &readOnlyFS{sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: fsys}}}
-	return cfg.(sysfs.FSConfig).WithSysFSMount(ro, stdlibMount)
-}
-
-// readOnlyFS refuses every change with EROFS, as a read-only mount does.
-// (wazero's ReadFS answers an open for writing with ENOSYS, which Python
-// reports as "function not implemented".)
-type readOnlyFS struct{ sysfs.ReadFS }
-
-func (r *readOnlyFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
-	const writing = experimentalsys.O_WRONLY | experimentalsys.O_RDWR | experimentalsys.O_CREAT |
-		experimentalsys.O_TRUNC | experimentalsys.O_APPEND
-	if flag&writing != 0 {
-		if flag&experimentalsys.O_DIRECTORY != 0 {
-			return nil, experimentalsys.EISDIR
-		}
-		return nil, experimentalsys.EROFS
-	}
-	return r.ReadFS.OpenFile(path, flag, perm)
 }
 
 // output makes one of the run's streams: see OutputLimit.

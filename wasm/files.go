@@ -13,7 +13,7 @@ import (
 // snapshot image (wasi-libc keeps its preopens in memory), so it is part
 // of the image's key.
 const (
-	stdlibMount = "/usr/local/lib"
+	stdlibMount = "/usr/local/lib/python3.13"
 	filesMount  = "/"
 )
 

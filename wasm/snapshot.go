@@ -18,7 +18,7 @@ import (
 // preload is imported before the snapshot, so runs find these modules ready.
 // random is reseeded by every run; nothing here keeps a file open.
 const preload = "import os, json, re, math, collections, itertools, functools, datetime, " +
-	"decimal, fractions, statistics, string, hashlib, base64, random, traceback, types, dataclasses, typing\n" +
+	"decimal, fractions, statistics, string, hashlib, base64, random, traceback, types, dataclasses, typing, asyncio\n" +
 	"os.environ.clear()\n" +
 	// Objects of the image stay out of the collector's sight, so a run's
 	// collections neither walk nor touch (copy) the image's pages.

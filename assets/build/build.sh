@@ -38,6 +38,8 @@ readonly HERE
 readonly LOCK=$HERE/interpreter.lock
 readonly MODULE_C=$HERE/wasmpymodule.c
 readonly MKSTDLIB=$HERE/mkstdlib.py
+# Patches to the standard library's Python sources, applied by mkstdlib.py.
+readonly STDLIB_PATCHES=("$HERE"/stdlib-patches/*.patch)
 
 T0=$SECONDS
 
@@ -46,6 +48,9 @@ die() { say "error: $*"; exit 1; }
 unavailable() { say "unavailable: $*"; exit 3; }
 notice() { printf '\nbuild.sh: NOTICE: %s\n\n' "$*" >&2; }
 sha256() { sha256sum "$1" | cut -d' ' -f1; }
+# stdlib_sha: what python313.zip is made by besides Lib/ (the script and its
+# patches), so that changing either rebuilds the zip, and only the zip.
+stdlib_sha() { cat "$MKSTDLIB" "${STDLIB_PATCHES[@]}" | sha256sum | cut -d' ' -f1; }
 
 # step NAME FUNCTION...: run FUNCTION with its output in $LOGS/NAME.log, print
 # the step's name and time, and the log's tail on failure. set -e holds inside
@@ -108,7 +113,8 @@ outdir_verified() {
 			"$(jq -r --arg n "$name" '.inputs[$n].sha256 // empty' "$m")" ] || return 1
 	done
 	[ "$(jq -r '.inputs["wasmpymodule.c"].sha256 // empty' "$m")" = "$(sha256 "$MODULE_C")" ] &&
-		[ "$(jq -r '.exports // [] | join(" ")' "$m")" = "${EXPORTS[*]}" ]
+		[ "$(jq -r '.exports // [] | join(" ")' "$m")" = "${EXPORTS[*]}" ] &&
+		[ "$(jq -r '.inputs["mkstdlib.py"].sha256 // empty' "$m")" = "$(stdlib_sha)" ]
 }
 
 if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ] && outdir_verified; then
@@ -318,6 +324,7 @@ fetch wasi-libc binary wasi-libc
 fetch zlib source zlib
 printf 'build.sh: %-22s%4ss\n' inputs $((SECONDS - start)) >&2
 MODULE_SHA=$(sha256 "$MODULE_C")
+STDLIB_SHA=$(stdlib_sha)
 
 # ---------------------------------------------------------------- sources
 
@@ -483,8 +490,10 @@ build_stdlib() {
 	mkdir -p "$STAGE/gen"
 	# Build paths in the recorded configuration are this machine's business.
 	sed "s|$WORK|/wasmpy-build|g" "$sysconfig" >"$STAGE/gen/$(basename "$sysconfig")"
+	local patches=() p
+	for p in "${STDLIB_PATCHES[@]}"; do patches+=(--patch "$p"); done
 	"$BUILD_PY" -I "$MKSTDLIB" --lib "$S/Lib" --extra "$STAGE/gen/$(basename "$sysconfig")" \
-		--out "$STAGE/python313.zip"
+		"${patches[@]}" --out "$STAGE/python313.zip"
 	rm -rf "$STAGE/gen"
 }
 step stdlib-zip build_stdlib
@@ -495,7 +504,7 @@ jq -n --arg v "$PY_VERSION" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
 	--arg pv "${IN_VER[python3.13]}" --arg ps "${IN_SHA[python3.13]}" \
 	--arg lv "${IN_VER[wasi-libc]}" --arg ls "${IN_SHA[wasi-libc]}" \
 	--arg zv "${IN_VER[zlib]}" --arg zs "${IN_SHA[zlib]}" --arg ms "$MODULE_SHA" \
-	--arg ex "${EXPORTS[*]}" '{
+	--arg ex "${EXPORTS[*]}" --arg ss "$STDLIB_SHA" '{
 	python_version: $v,
 	exports: ($ex | split(" ")),
 	outputs: {"python.wasm": $w, "python313.zip": $z},
@@ -503,7 +512,8 @@ jq -n --arg v "$PY_VERSION" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
 		"python3.13": {version: $pv, sha256: $ps},
 		"wasi-libc": {version: $lv, sha256: $ls},
 		"zlib": {version: $zv, sha256: $zs},
-		"wasmpymodule.c": {version: "local", sha256: $ms}
+		"wasmpymodule.c": {version: "local", sha256: $ms},
+		"mkstdlib.py": {version: "local (with stdlib-patches/)", sha256: $ss}
 	}
 }' >"$STAGE/manifest.json"
 
@@ -521,7 +531,7 @@ if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ] && [ -z "$LOCK_STALE" ]; then
 	want_w=$(lockq '.outputs["python.wasm"] // empty')
 	want_z=$(lockq '.outputs["python313.zip"] // empty')
 	if [ "$want_w" != "$WASM_SHA" ] || [ "$want_z" != "$ZIP_SHA" ]; then
-		notice "outputs differ from interpreter.lock's (toolchain $(toolchain_json | jq -c .) vs locked $(lockq -c '.toolchain'), or wasmpymodule.c/build.sh changed); if intended, rerun with WASMPY_UPDATE_LOCK=1"
+		notice "outputs differ from interpreter.lock's (toolchain $(toolchain_json | jq -c .) vs locked $(lockq -c '.toolchain'), or wasmpymodule.c, mkstdlib.py, stdlib-patches/ or build.sh changed); if intended, rerun with WASMPY_UPDATE_LOCK=1"
 	fi
 fi
 

@@ -1,0 +1,262 @@
+package cpythontest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
+)
+
+//go:embed driver.py
+var driver string
+
+//go:embed expected_failures.txt
+var expectedFailures string
+
+// fast is the subset `make test` runs; WASMPY_CPYTHON=all runs every
+// module in all (what `make test-cpython` does), or names the modules.
+var fast = []string{"test_json", "test_asyncio.test_futures", "test_asyncio.test_queues", "test_sys"}
+
+// all: the core modules, and test_asyncio's modules that need no sockets,
+// subprocesses or threads.
+var all = []string{
+	"test_abc", "test_argparse", "test_ast", "test_base64", "test_bisect", "test_bool",
+	"test_builtin", "test_bytes", "test_calendar", "test_class", "test_collections",
+	"test_compile", "test_complex", "test_contextlib", "test_copy", "test_coroutines",
+	"test_csv", "test_dataclasses", "test_datetime", "test_decimal", "test_descr",
+	"test_dict", "test_difflib", "test_enum", "test_exceptions", "test_float",
+	"test_fractions", "test_fstring", "test_functools", "test_generators", "test_glob",
+	"test_grammar", "test_hashlib", "test_heapq", "test_importlib", "test_inspect",
+	"test_int", "test_itertools", "test_json", "test_keywordonlyarg", "test_list",
+	"test_logging", "test_long", "test_math", "test_operator", "test_os", "test_pathlib",
+	"test_pickle", "test_pprint", "test_random", "test_re", "test_scope", "test_set",
+	"test_shlex", "test_slice", "test_sort", "test_statistics", "test_string",
+	"test_struct", "test_sys", "test_textwrap", "test_tokenize", "test_traceback",
+	"test_tuple", "test_types", "test_typing", "test_unicode", "test_unittest",
+	"test_userdict", "test_uuid", "test_weakref", "test_with", "test_zipfile", "test_zlib",
+	"test_asyncio.test_context", "test_asyncio.test_eager_task_factory",
+	"test_asyncio.test_futures", "test_asyncio.test_futures2", "test_asyncio.test_locks",
+	"test_asyncio.test_pep492", "test_asyncio.test_protocols", "test_asyncio.test_queues",
+	"test_asyncio.test_runners", "test_asyncio.test_taskgroups", "test_asyncio.test_tasks",
+	"test_asyncio.test_timeouts", "test_asyncio.test_transports", "test_asyncio.test_waitfor",
+}
+
+// report is the driver's last line of output.
+type report struct {
+	Module   string            `json:"module"`
+	Outcomes map[string]string `json:"outcomes"`
+	Reasons  map[string]string `json:"reasons"`
+	Skipped  *string           `json:"skipped"`
+	Error    *string           `json:"error"`
+	Seconds  float64           `json:"seconds"`
+}
+
+func (r *report) count(outcome string) int {
+	n := 0
+	for _, o := range r.Outcomes {
+		if o == outcome {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *report) String() string {
+	switch {
+	case r.Error != nil:
+		return "error: " + *r.Error
+	case r.Skipped != nil:
+		return "skipped: " + *r.Skipped
+	}
+	return fmt.Sprintf("%5d pass %4d fail %4d skip", r.count("pass"), r.count("fail"), r.count("skip"))
+}
+
+// TestCPython runs each module natively and in the sandbox, and fails on a
+// test that fails only in the sandbox and is not an expected failure.
+func TestCPython(t *testing.T) {
+	work := os.Getenv("WASMPY_BUILD_DIR")
+	if work == "" {
+		cache, err := os.UserCacheDir()
+		require.NoError(t, err)
+		work = filepath.Join(cache, "wasmpy", "build")
+	}
+	lib := filepath.Join(work, "src", "python", "Lib")
+	native := filepath.Join(work, "native", "python")
+	for _, p := range []string{filepath.Join(lib, "test", "support"), native} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("needs the interpreter build's work dir (run `make`; WASMPY_BUILD_DIR): %v", err)
+		}
+	}
+	modules := fast
+	switch sel := os.Getenv("WASMPY_CPYTHON"); sel {
+	case "":
+	case "all":
+		modules = all
+	default:
+		modules = strings.Fields(sel)
+	}
+	expected := parseExpected(t, expectedFailures)
+	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")})
+	require.NoError(t, err)
+	defer sb.Close(context.Background())
+	if sb.Interpreter().Kind != "wasmpy" {
+		t.Skip("CPython's tests are run on the wasmpy build")
+	}
+	driverPath := filepath.Join(t.TempDir(), "driver.py")
+	require.NoError(t, os.WriteFile(driverPath, []byte(driver), 0o644))
+
+	var totals [2]map[string]int
+	for i := range totals {
+		totals[i] = map[string]int{}
+	}
+	used := map[string]bool{}
+	var unexpected []string
+	t.Logf("%-40s %-32s %-32s", "module", "native", "wasm")
+	for _, mod := range modules {
+		was := runWasm(t, sb, lib, mod)
+		if was.Error != nil && strings.Contains(*was.Error, "No module named 'test'") {
+			t.Skipf("the sandbox cannot see Lib/test: it needs the workspace mounted as a filesystem (issue 12): %s", *was.Error)
+		}
+		nat := runNative(t, native, driverPath, lib, mod)
+		for i, r := range []*report{nat, was} {
+			for _, o := range []string{"pass", "fail", "skip"} {
+				totals[i][o] += r.count(o)
+			}
+		}
+		var only []string
+		if was.Error != nil && nat.Error == nil {
+			only = append(only, mod)
+		}
+		for id, o := range was.Outcomes {
+			if o == "fail" && nat.Outcomes[id] != "fail" {
+				only = append(only, id)
+			}
+		}
+		notRun := 0 // passed natively, skipped or absent in the sandbox
+		for id, o := range nat.Outcomes {
+			if o == "pass" && was.Outcomes[id] != "pass" && was.Outcomes[id] != "fail" {
+				notRun++
+			}
+		}
+		sort.Strings(only)
+		var bad []string
+		for _, id := range only {
+			if pat := match(expected, id); pat != "" {
+				used[pat] = true
+			} else {
+				bad = append(bad, id)
+			}
+		}
+		t.Logf("%-40s %-32s %-32s %4.0fs %d not run, %d wasm-only failures (%d expected)",
+			mod, nat, was, was.Seconds, notRun, len(only), len(only)-len(bad))
+		for _, id := range bad {
+			t.Logf("    unexpected wasm-only failure: %s: %s", id, was.Reasons[id])
+		}
+		unexpected = append(unexpected, bad...)
+	}
+	t.Logf("totals: native %d pass %d fail %d skip; wasm %d pass %d fail %d skip",
+		totals[0]["pass"], totals[0]["fail"], totals[0]["skip"], totals[1]["pass"], totals[1]["fail"], totals[1]["skip"])
+	if len(modules) == len(all) {
+		for pat := range expected {
+			if !used[pat] {
+				t.Logf("expected failure that did not fail: %s", pat)
+			}
+		}
+	}
+	require.Empty(t, unexpected, "tests that fail only in the sandbox: fix them, or list them with a reason in expected_failures.txt")
+}
+
+// runNative runs the driver under the native build of the same source.
+func runNative(t *testing.T, python, driverPath, lib, mod string) *report {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, driverPath, lib, mod)
+	cmd.Env = append(os.Environ(), "PYTHONHASHSEED=0")
+	cmd.Dir = t.TempDir()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := parseReport(stdout.Bytes())
+	if r == nil {
+		t.Fatalf("native %s: no report (%v): %s", mod, err, tail(stderr.Bytes()))
+	}
+	return r
+}
+
+// runWasm runs the driver in the sandbox, with Lib/ as the workspace's
+// read-only layer (its test package goes last on sys.path).
+func runWasm(t *testing.T, sb *wasmpy.Sandbox, lib, mod string) *report {
+	res, err := sb.Run(context.Background(), wasmpy.Job{
+		Code: driver, Filename: "driver.py", Args: []string{".", mod}, Workspace: lib,
+		Limits: wasmpy.Limits{Timeout: 20 * time.Minute, Memory: 1 << 30},
+	})
+	require.NoError(t, err)
+	if r := parseReport([]byte(res.Stdout)); r != nil {
+		return r
+	}
+	why := "no report"
+	if res.Error != nil {
+		why = fmt.Sprintf("%s: %s", res.Error.Kind, res.Error.Message)
+	}
+	return &report{Module: mod, Error: &why}
+}
+
+func parseReport(stdout []byte) *report {
+	stdout = bytes.TrimRight(stdout, "\n")
+	var r report
+	if err := json.Unmarshal(stdout[bytes.LastIndexByte(stdout, '\n')+1:], &r); err != nil || r.Module == "" {
+		return nil
+	}
+	return &r
+}
+
+func tail(b []byte) string {
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// parseExpected reads "pattern  # reason" lines; a pattern is a test id or
+// module name, with path.Match wildcards. Every entry must say why.
+func parseExpected(t *testing.T, text string) map[string]string {
+	out := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		pat, reason, ok := strings.Cut(line, "#")
+		pat, reason = strings.TrimSpace(pat), strings.TrimSpace(reason)
+		require.True(t, ok && reason != "", "expected_failures.txt:%d: %q gives no reason", n, pat)
+		_, err := path.Match(pat, "")
+		require.NoError(t, err, "expected_failures.txt:%d", n)
+		out[pat] = reason
+	}
+	return out
+}
+
+// match returns the pattern id matches, or "".
+func match(expected map[string]string, id string) string {
+	for pat := range expected {
+		if ok, _ := path.Match(pat, id); ok {
+			return pat
+		}
+	}
+	return ""
+}
