@@ -26,11 +26,12 @@ var (
 	jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON"}
 )
 
-// llmFlags are the capability flags that concern skills: ask_llm's endpoint.
+// llmFlags are the capability flags that concern skills: ask_llm's
+// endpoint, and the package sets their requires: name.
 func llmFlags() []cli.Flag {
 	var out []cli.Flag
 	for _, f := range capabilityFlags() {
-		if strings.HasPrefix(f.Names()[0], "llm-") {
+		if name := f.Names()[0]; strings.HasPrefix(name, "llm-") || name == "packages" || name == "preload" {
 			out = append(out, f)
 		}
 	}
