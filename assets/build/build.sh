@@ -31,7 +31,7 @@ readonly STACK_SIZE=8388608
 # PyErr_SetInterruptEx lets the host raise KeyboardInterrupt in a run (Ctrl-C).
 readonly EXPORTS=(_initialize Py_InitializeEx PyRun_SimpleString PyErr_SetInterruptEx malloc free)
 readonly TOOL_PACKAGES=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32
-	gcc make libc6-dev zlib1g-dev jq xz-utils)
+	gcc make libc6-dev zlib1g-dev jq xz-utils patch)
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly HERE
@@ -40,6 +40,8 @@ readonly MODULE_C=$HERE/wasmpymodule.c
 readonly MKSTDLIB=$HERE/mkstdlib.py
 # Patches to the standard library's Python sources, applied by mkstdlib.py.
 readonly STDLIB_PATCHES=("$HERE"/stdlib-patches/*.patch)
+# Our changes to CPython's C source, applied in name order (see patches/README.md).
+readonly PATCH_DIR=$HERE/patches
 
 T0=$SECONDS
 
@@ -99,6 +101,16 @@ fi
 
 # ---------------------------------------------------------------- fast path
 
+# patches_sha: one hash for the patch set, each patch's name and content in
+# the order they apply.
+patches_sha() {
+	local p
+	for p in $(find "$PATCH_DIR" -maxdepth 1 -name '*.patch' | LC_ALL=C sort); do
+		basename "$p"
+		sha256 "$p"
+	done | sha256sum | cut -d' ' -f1
+}
+
 # outdir_verified: OUTDIR's files match its manifest, and the manifest was
 # built from the lock's inputs and this checkout's module source.
 outdir_verified() {
@@ -114,7 +126,8 @@ outdir_verified() {
 	done
 	[ "$(jq -r '.inputs["wasmpymodule.c"].sha256 // empty' "$m")" = "$(sha256 "$MODULE_C")" ] &&
 		[ "$(jq -r '.exports // [] | join(" ")' "$m")" = "${EXPORTS[*]}" ] &&
-		[ "$(jq -r '.inputs["mkstdlib.py"].sha256 // empty' "$m")" = "$(stdlib_sha)" ]
+		[ "$(jq -r '.inputs["mkstdlib.py"].sha256 // empty' "$m")" = "$(stdlib_sha)" ] &&
+		[ "$(jq -r '.inputs.patches.sha256 // empty' "$m")" = "$(patches_sha)" ]
 }
 
 if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ] && outdir_verified; then
@@ -325,6 +338,8 @@ fetch zlib source zlib
 printf 'build.sh: %-22s%4ss\n' inputs $((SECONDS - start)) >&2
 MODULE_SHA=$(sha256 "$MODULE_C")
 STDLIB_SHA=$(stdlib_sha)
+mapfile -t PATCHES < <(find "$PATCH_DIR" -maxdepth 1 -name '*.patch' | LC_ALL=C sort)
+PATCHES_SHA=$(patches_sha)
 
 # ---------------------------------------------------------------- sources
 
@@ -349,9 +364,35 @@ unpack_python() {
 	mv "$S.tmp" "$S"
 }
 if ! stamp_ok src "$k_src"; then
-	stamp_clear native; stamp_clear cross-configure
+	stamp_clear native; stamp_clear cross-configure; stamp_clear patches
 	step unpack-python unpack_python
 	stamp_set src "$k_src"
+fi
+
+# patch_python: take back the patches applied last time (kept in
+# $S/.wasmpy-patches), newest first, and apply the current set: only the
+# files they touch change, so make rebuilds only those.
+patch_python() {
+	local p
+	if [ -d "$S/.wasmpy-patches" ]; then
+		for p in $(find "$S/.wasmpy-patches" -name '*.patch' | LC_ALL=C sort -r); do
+			patch -d "$S" -p1 -R --no-backup-if-mismatch -s <"$p"
+		done
+		rm -rf "$S/.wasmpy-patches"
+	fi
+	mkdir -p "$S/.wasmpy-patches"
+	for p in "${PATCHES[@]}"; do
+		echo "applying $(basename "$p")"
+		patch -d "$S" -p1 --forward --no-backup-if-mismatch <"$p"
+		cp "$p" "$S/.wasmpy-patches/"
+	done
+}
+k_patches=$(key "$k_src" "$PATCHES_SHA")
+if ! stamp_ok patches "$k_patches"; then
+	stamp_clear src # a patch that fails halfway leaves a tree only unpacking mends
+	step patch-python patch_python
+	stamp_set src "$k_src"
+	stamp_set patches "$k_patches"
 fi
 SOURCE_DATE_EPOCH=$(cat "$S/.source-date-epoch")
 export SOURCE_DATE_EPOCH
@@ -504,7 +545,7 @@ jq -n --arg v "$PY_VERSION" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
 	--arg pv "${IN_VER[python3.13]}" --arg ps "${IN_SHA[python3.13]}" \
 	--arg lv "${IN_VER[wasi-libc]}" --arg ls "${IN_SHA[wasi-libc]}" \
 	--arg zv "${IN_VER[zlib]}" --arg zs "${IN_SHA[zlib]}" --arg ms "$MODULE_SHA" \
-	--arg ex "${EXPORTS[*]}" --arg ss "$STDLIB_SHA" '{
+	--arg ex "${EXPORTS[*]}" --arg ss "$STDLIB_SHA" --arg pa "$PATCHES_SHA" '{
 	python_version: $v,
 	exports: ($ex | split(" ")),
 	outputs: {"python.wasm": $w, "python313.zip": $z},
@@ -513,7 +554,8 @@ jq -n --arg v "$PY_VERSION" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
 		"wasi-libc": {version: $lv, sha256: $ls},
 		"zlib": {version: $zv, sha256: $zs},
 		"wasmpymodule.c": {version: "local", sha256: $ms},
-		"mkstdlib.py": {version: "local (with stdlib-patches/)", sha256: $ss}
+		"mkstdlib.py": {version: "local (with stdlib-patches/)", sha256: $ss},
+		"patches": {version: "local", sha256: $pa}
 	}
 }' >"$STAGE/manifest.json"
 
