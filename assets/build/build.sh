@@ -464,9 +464,12 @@ CROSS_ENV=(
 	# Relative sleeps: wazero rejects poll_oneoff on absolute clocks.
 	ac_cv_func_clock_nanosleep=no ac_cv_lib_rt_clock_nanosleep=no
 )
+# -mbulk-memory: memcpy/memset of unknown size become memory.copy/fill, which
+# wazero runs as one native memmove, instead of calls to wasi-libc's byte
+# loops (the module already needed the feature: wasi-libc uses it).
 CROSS_ARGS=(--host=wasm32-wasip1 --with-build-python="$BUILD_PY" --prefix=/usr/local
 	--disable-test-modules --with-ensurepip=no
-	"OPT=-DNDEBUG -O2 -Wall" "CFLAGS=$PREFIX_MAP")
+	"OPT=-DNDEBUG -O2 -Wall -mbulk-memory" "CFLAGS=$PREFIX_MAP")
 k_cross=$(key "$k_sysroot" "$k_native" "${CROSS_ENV[@]}" "${CROSS_ARGS[@]}" relative-srcdir)
 configure_cross() {
 	rm -rf "$CROSS" && mkdir -p "$CROSS/Modules" && cd "$CROSS"
