@@ -30,7 +30,7 @@ readonly INITIAL_MEMORY=$((20 * 1024 * 1024))
 readonly STACK_SIZE=8388608
 # PyErr_SetInterruptEx lets the host raise KeyboardInterrupt in a run (Ctrl-C).
 readonly EXPORTS=(_initialize Py_InitializeEx PyRun_SimpleString PyErr_SetInterruptEx malloc free)
-readonly TOOL_PACKAGES=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32
+readonly TOOL_PACKAGES=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 binaryen
 	gcc make libc6-dev zlib1g-dev jq xz-utils patch)
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -185,7 +185,7 @@ if ! tools_installed; then
 	fi
 	printf '%4ss\n' $((SECONDS - start)) >&2
 fi
-for f in "$LLVM/clang" "$LLVM/wasm-ld" "$LLVM/llvm-ar" "$LLVM/llvm-ranlib" "$LLVM/llvm-strip"; do
+for f in "$LLVM/clang" "$LLVM/wasm-ld" "$LLVM/llvm-ar" "$LLVM/llvm-ranlib" "$LLVM/llvm-strip" /usr/bin/wasm-opt; do
 	[ -x "$f" ] || unavailable "missing $f"
 done
 
@@ -512,8 +512,11 @@ link_reactor() {
 		-Wl,--initial-memory=$INITIAL_MEMORY "${exports[@]}" \
 		-o "$STAGE/python.unstripped.wasm" \
 		"$(mkvar LIBRARY)" $(mkvar MODLIBS) $(mkvar LIBS) $(mkvar SYSLIBS)
-	"$LLVM/llvm-strip" --strip-all -o "$STAGE/python.wasm" "$STAGE/python.unstripped.wasm"
-	rm -f "$STAGE/python.unstripped.wasm"
+	# binaryen's optimizer over the whole linked module, with the features
+	# clang recorded in target_features; its output is deterministic.
+	wasm-opt -O3 -o "$STAGE/python.opt.wasm" "$STAGE/python.unstripped.wasm"
+	"$LLVM/llvm-strip" --strip-all -o "$STAGE/python.wasm" "$STAGE/python.opt.wasm"
+	rm -f "$STAGE/python.unstripped.wasm" "$STAGE/python.opt.wasm"
 	# llvm-strip keeps target_features (and producers): drop every custom
 	# section, whose names, unlike the standard ones, are not upper case.
 	local sec
@@ -564,7 +567,7 @@ jq -n --arg v "$PY_VERSION" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
 
 toolchain_json() {
 	local p args=()
-	for p in clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 zlib1g-dev; do
+	for p in clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 binaryen zlib1g-dev; do
 		args+=(--arg "$p" "$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)")
 	done
 	jq -n "${args[@]}" '$ARGS.named'
