@@ -34,6 +34,8 @@ type Result struct {
 	HostCallsTotal int                    `json:"host_calls_total"`
 	Files          []workspace.FileChange `json:"files"` // what the run wrote to its workspace overlay
 	LLM            hostfuncs.LLMUsage     `json:"llm"`   // what ask_llm spent
+	// Packages are the package sets the run could import from.
+	Packages []PackageSet `json:"packages"`
 
 	workspace *workspace.Workspace
 }

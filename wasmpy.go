@@ -30,6 +30,7 @@ import (
 
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/packages"
 	"github.com/wasmpy/wasmpy/wasm"
 	"github.com/wasmpy/wasmpy/workspace"
 )
@@ -130,11 +131,21 @@ type Config struct {
 	// Grants are capabilities every job gets, on top of its Job.Grants.
 	// Default: none.
 	Grants []Capability
+	// Packages are package sets (files `wasmpy pkg build` writes) every run
+	// can import from: merged, read-only, into the guest's site-packages.
+	// A set that fails its checks fails New with a *packages.Error.
+	Packages []string
+	// Preload are modules (from the standard library or the sets) the
+	// interpreter imports before its snapshot, so a run pays nothing to
+	// import them.
+	Preload []string
 }
 
 // Sandbox runs jobs. Create one with New and reuse it; Close it when done.
 type Sandbox struct {
 	cfg    Config
+	sets   []PackageSet
+	dists  []packages.Distribution // of every set: the requirements allowlist
 	interp *assets.Interpreter
 	engine *wasm.Engine
 	llm    *hostfuncs.LLM
@@ -154,6 +165,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, err
 	}
 	cfg.HostFuncs, cfg.Grants = maps.Clone(cfg.HostFuncs), slices.Clone(cfg.Grants) // the caller's may change
+	cfg.Packages, cfg.Preload = slices.Clone(cfg.Packages), slices.Clone(cfg.Preload)
 	cache := cfg.CacheDir
 	if cache == "" {
 		var err error
@@ -165,11 +177,16 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	engine, err := wasm.New(ctx, wasm.Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine")})
+	site, sets, dists, err := mountPackages(cfg.Packages)
 	if err != nil {
 		return nil, err
 	}
-	return &Sandbox{cfg: cfg, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM)}, nil
+	engine, err := wasm.New(ctx, wasm.Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine"),
+		Site: site, SiteKey: setsKey(sets), Preload: cfg.Preload})
+	if err != nil {
+		return nil, err
+	}
+	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM)}, nil
 }
 
 // Close releases the compiled interpreter; runs in progress end, and later
@@ -269,6 +286,7 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 		return nil, err
 	}
 	res := newResult(out)
+	res.Packages = slices.Clone(s.sets)
 	if v, ok := caps.result.Value(); ok {
 		var compact bytes.Buffer
 		if json.Compact(&compact, v) == nil { // the sink has checked it is JSON

@@ -259,7 +259,7 @@ func (g *Generator) Function(ctx context.Context, signature string, args []any, 
 	if err != nil {
 		return nil, fmt.Errorf("codegen: the arguments are not JSON: %w", err)
 	}
-	out, err := validate(ctx, g.sb, []validateItem{{ID: "signature", Code: signature, Mode: "signature"}}, nil)
+	out, err := validate(ctx, g.sb, []validateItem{{ID: "signature", Code: signature, Mode: "signature"}})
 	if err != nil {
 		return nil, err
 	}

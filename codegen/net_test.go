@@ -264,7 +264,7 @@ func TestNetRunRefusesRequirements(t *testing.T) {
 	require.Len(t, ne.Problems, 2)
 	require.Equal(t, 8, ne.Problems[0].Line)
 	require.Equal(t, `transition "fit"`, ne.Problems[0].Element)
-	require.Contains(t, ne.Problems[0].Message, `requires "numpy>=1.26", which the sandbox cannot provide`)
+	require.Equal(t, `requirement "numpy>=1.26": the sandbox mounts no package set, so it has only the standard library`, ne.Problems[0].Message)
 	require.Equal(t, 10, ne.Problems[1].Line)
 	require.Contains(t, ne.Problems[1].Message, "the inscription imports numpy, which the sandbox does not provide")
 

@@ -21,7 +21,6 @@ func (n *Net) Check(ctx context.Context, sb *wasmpy.Sandbox) error {
 // imports that the interpreter does not carry.
 func (n *Net) checkPython(ctx context.Context, sb *wasmpy.Sandbox, runnable bool) error {
 	var items []validateItem
-	var modules []string
 	for i, t := range n.Transitions {
 		if strings.TrimSpace(t.Inscription) != "" {
 			items = append(items, validateItem{ID: fmt.Sprintf("i%d", i), Code: t.Inscription, Mode: "exec", ReportUnavailable: runnable})
@@ -29,20 +28,26 @@ func (n *Net) checkPython(ctx context.Context, sb *wasmpy.Sandbox, runnable bool
 		if g := strings.TrimSpace(t.Guard); g != "" {
 			items = append(items, validateItem{ID: fmt.Sprintf("g%d", i), Code: g, Mode: "eval", ReportUnavailable: runnable})
 		}
-		if runnable {
+	}
+	var ps problems
+	if runnable {
+		// The sandbox's package sets are the allowlist of requirements.
+		for i, t := range n.Transitions {
 			for _, r := range t.Requires {
-				modules = append(modules, requirementName(r))
+				if err := sb.Require(r); err != nil {
+					ps.add(lineOr(t.requiresLine, t.Line), element("transition", t.ID, i),
+						"%s", strings.TrimPrefix(err.Error(), "wasmpy: "))
+				}
 			}
 		}
 	}
-	if len(items) == 0 && len(modules) == 0 {
-		return nil
+	if len(items) == 0 {
+		return ps.err()
 	}
-	out, err := validate(ctx, sb, items, modules)
+	out, err := validate(ctx, sb, items)
 	if err != nil {
 		return err
 	}
-	var ps problems
 	for _, it := range out.Items {
 		var i int
 		fmt.Sscanf(it.ID[1:], "%d", &i)
@@ -60,29 +65,10 @@ func (n *Net) checkPython(ctx context.Context, sb *wasmpy.Sandbox, runnable bool
 			ps.add(lineOr(line, t.Line), el, "the %s does not parse: %s (line %d of the %s)", what, f.Message, f.Line, what)
 		}
 		for _, m := range it.Unavailable {
-			ps.add(lineOr(first, t.Line), el, "the %s imports %s, which the sandbox does not provide: it has only the standard library the interpreter carries", what, m)
-		}
-	}
-	if runnable {
-		for i, t := range n.Transitions {
-			for _, r := range t.Requires {
-				if !out.Modules[requirementName(r)] {
-					ps.add(lineOr(t.requiresLine, t.Line), element("transition", t.ID, i),
-						"requires %q, which the sandbox cannot provide: it has only the standard library the interpreter carries, and installs nothing", strings.TrimSpace(r))
-				}
-			}
+			ps.add(lineOr(first, t.Line), el, "the %s imports %s, which the sandbox does not provide: it has only the standard library and the package sets it mounts", what, m)
 		}
 	}
 	return ps.err()
-}
-
-// requirementName is the package name of a pip-style requirement.
-func requirementName(r string) string {
-	r = strings.TrimSpace(r)
-	if m := reqPattern.FindStringSubmatch(r); m != nil {
-		return m[1]
-	}
-	return r
 }
 
 // NetRunOptions configure Net.Run. The zero value runs with the sandbox's

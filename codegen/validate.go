@@ -71,7 +71,7 @@ func (f Finding) String() string { return fmt.Sprintf("line %d: %s", f.Line, f.M
 //
 // Validation is fast feedback, not a security boundary: the sandbox is.
 func Validate(ctx context.Context, sb *wasmpy.Sandbox, code string, rules Rules) ([]Finding, error) {
-	out, err := validate(ctx, sb, []validateItem{itemFor("code", code, "exec", rules)}, nil)
+	out, err := validate(ctx, sb, []validateItem{itemFor("code", code, "exec", rules)})
 	if err != nil {
 		return nil, err
 	}
@@ -105,19 +105,14 @@ type validateOutput struct {
 		Unavailable []string  `json:"unavailable"`
 		Function    string    `json:"function"`
 	} `json:"items"`
-	Modules map[string]bool `json:"modules"`
 }
 
 // validatorLimits bound a validator run; the fuel budget is the sandbox's.
 var validatorLimits = wasmpy.Limits{Timeout: time.Minute, Memory: 256 << 20, Output: 8 << 20}
 
-// validate runs validator.py once over items, and reports which of modules
-// the interpreter carries.
-func validate(ctx context.Context, sb *wasmpy.Sandbox, items []validateItem, modules []string) (*validateOutput, error) {
-	if modules == nil {
-		modules = []string{}
-	}
-	in, err := json.Marshal(map[string]any{"items": items, "modules": modules})
+// validate runs validator.py once over items.
+func validate(ctx context.Context, sb *wasmpy.Sandbox, items []validateItem) (*validateOutput, error) {
+	in, err := json.Marshal(map[string]any{"items": items})
 	if err != nil {
 		return nil, fmt.Errorf("codegen: validator input: %w", err)
 	}

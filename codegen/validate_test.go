@@ -74,18 +74,17 @@ func TestDescribeFindings(t *testing.T) {
 	require.Equal(t, "- line 2: import of 'os' is not allowed\n    import os\n- line 9: past the end", got)
 }
 
-func TestValidateBatchAndModules(t *testing.T) {
+func TestValidateBatch(t *testing.T) {
 	out, err := validate(context.Background(), testSandbox(t), []validateItem{
 		{ID: "a", Code: "import json, numpy\n", Mode: "exec", ReportUnavailable: true},
 		{ID: "b", Code: "x >", Mode: "eval"},
 		{ID: "c", Code: "def add(a, b) -> int:", Mode: "signature"},
 		{ID: "d", Code: "x = 1", Mode: "signature"},
-	}, []string{"math", "numpy", "python-dateutil", "xml.etree"})
+	})
 	require.NoError(t, err)
 	require.Equal(t, []string{"json", "numpy"}, out.Items[0].Imports)
 	require.Equal(t, []string{"numpy"}, out.Items[0].Unavailable)
 	require.Equal(t, "syntax", out.Items[1].Findings[0].Rule)
 	require.Equal(t, "add", out.Items[2].Function)
 	require.Equal(t, "function", out.Items[3].Findings[0].Rule)
-	require.Equal(t, map[string]bool{"math": true, "numpy": false, "python-dateutil": false, "xml.etree": true}, out.Modules)
 }

@@ -5,14 +5,12 @@ data (one JSON object on stdin) and is parsed, never executed. Input:
 
   {"items": [{"id": str, "code": str, "mode": "exec" | "eval" | "signature",
               "allow_imports": [str] | null, "forbidden_names": [str],
-              "forbid_dunder": bool, "require_call": str, "require_def": str}],
-   "modules": [str]}
+              "forbid_dunder": bool, "require_call": str, "require_def": str}]}
 
 Output, one JSON object on stdout:
 
   {"items": [{"id": str, "findings": [{"line", "col", "rule", "message"}],
-              "imports": [str], "unavailable": [str], "function": str}],
-   "modules": {name: bool}}
+              "imports": [str], "unavailable": [str], "function": str}]}
 
 "unavailable" lists the imports the interpreter does not carry, when the
 item asks with "report_unavailable": true.
@@ -191,7 +189,7 @@ def check(item):
 
 
 def available(name):
-    """Whether the interpreter carries the module (the sandbox has nothing else)."""
+    """Whether the sandbox has the module: the standard library, or a package set's."""
     if not all(part.isidentifier() for part in name.split(".")):
         return False
     if name in sys.modules:
@@ -205,8 +203,7 @@ def available(name):
 
 def main():
     req = json.loads(sys.stdin.read())
-    out = {"items": [check(item) for item in req.get("items", [])],
-           "modules": {name: available(name) for name in req.get("modules", [])}}
+    out = {"items": [check(item) for item in req.get("items", [])]}
     sys.stdout.write(json.dumps(out) + "\n")
 
 

@@ -5,7 +5,7 @@
 // A skill is a directory:
 //
 //	text_summarize/
-//	  skill.yaml   # name, version, description, handler, safety_flags, requires_approval, tags, limits
+//	  skill.yaml   # name, version, description, handler, safety_flags, requires_approval, tags, requires, limits
 //	  schema.json  # {"input": <JSON Schema>, "output": <JSON Schema>}
 //	  handler.py   # def summarize(text, max_sentences=5, style="concise") -> dict
 //

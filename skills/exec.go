@@ -69,7 +69,8 @@ type Record struct {
 	OutputsHash string `json:"outputs_hash"` // likewise of the output; "" when there is none
 
 	Interpreter wasmpy.InterpreterInfo `json:"interpreter"`
-	Limits      LimitsInfo             `json:"limits"` // as applied: defaults filled in
+	Packages    []wasmpy.PackageSet    `json:"packages"` // the package sets the run could import from
+	Limits      LimitsInfo             `json:"limits"`   // as applied: defaults filled in
 
 	Outcome         string            `json:"outcome"` // ok, running, interrupted, canceled, invalid_output, or the run's error.kind
 	Error           string            `json:"error"`   // one line on why it failed; the exception class, not its message
@@ -288,6 +289,7 @@ func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error
 func (e *Executor) run(ctx context.Context, rec *Record, job wasmpy.Job, check func(*Execution)) (*Execution, error) {
 	rec.ExecutionID = NewID()
 	rec.Interpreter = e.sb.Interpreter()
+	rec.Packages = e.sb.Packages()
 	rec.Limits = limitsInfo(e.applied(job.Limits))
 	rec.Outcome = OutcomeRunning
 	rec.StartedAt = time.Now().UTC()

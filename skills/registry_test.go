@@ -129,6 +129,8 @@ func TestLoadBrokenSkills(t *testing.T) {
 		{"long timeout", yaml("safety_flags", "limits: {timeout: 2h}\nsafety_flags"), "skill.yaml", "at most 10m0s"},
 		{"huge memory", yaml("safety_flags", "limits: {memory: 8GiB}\nsafety_flags"), "skill.yaml", "at most 4GiB"},
 		{"fuel past the meter", yaml("safety_flags", "limits: {fuel: 18446744073709551615}\nsafety_flags"), "skill.yaml", "limits.fuel 18446744073709551615: at most 9223372036854775807"},
+		{"requires what no set has", yaml("safety_flags", "requires: ['numpy>=1.26']\nsafety_flags"), "skill.yaml",
+			`requires: requirement "numpy>=1.26": the sandbox mounts no package set`},
 		{"negative fuel", yaml("safety_flags", "limits: {fuel: -1}\nsafety_flags"), "skill.yaml", "cannot unmarshal"},
 		{"no schema.json", func(f map[string]string) { delete(f, "schema.json") }, "schema.json", "missing"},
 		{"schema not JSON", set("schema.json", "{input:"), "schema.json", "not a JSON object"},
@@ -173,6 +175,20 @@ func TestLoadBrokenSkills(t *testing.T) {
 			require.Contains(t, p.String(), tc.reason)
 		})
 	}
+}
+
+// A standard library module needs no package set.
+func TestLoadRequiresStdlib(t *testing.T) {
+	dir := t.TempDir()
+	files := goodSkill("s")
+	files["skill.yaml"] = strings.Replace(files["skill.yaml"], "safety_flags", "requires: [json]\nsafety_flags", 1)
+	writeSkill(t, filepath.Join(dir, "s"), files)
+	reg, err := skills.LoadDir(context.Background(), dir, skills.LoadOptions{Checker: testExecutor(t).Checker()})
+	require.NoError(t, err)
+	require.Empty(t, reg.Problems())
+	s, ok := reg.Get("s")
+	require.True(t, ok)
+	require.Equal(t, []string{"json"}, s.Info().Requires)
 }
 
 func TestLoadPropertyNotAParameter(t *testing.T) {

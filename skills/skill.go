@@ -48,6 +48,9 @@ type Skill struct {
 	SafetyFlags      []string
 	RequiresApproval bool
 	Tags             []string
+	// Requires are pip-style requirements ("sympy>=1.11") the executor's
+	// package sets must meet, or the skill does not load.
+	Requires []string
 	// Limits bound each run; a zero field means the executor's default.
 	Limits wasmpy.Limits
 
@@ -103,6 +106,7 @@ type Info struct {
 	RequiresApproval bool                `json:"requires_approval"`
 	NeedsApproval    bool                `json:"needs_approval"`
 	Tags             []string            `json:"tags"`
+	Requires         []string            `json:"requires"`
 	Limits           LimitsInfo          `json:"limits"`
 	Grants           []wasmpy.Capability `json:"grants"`
 	CodeHash         string              `json:"code_hash"`
@@ -122,14 +126,17 @@ func limitsInfo(l wasmpy.Limits) LimitsInfo {
 
 // Info describes the skill.
 func (s *Skill) Info() Info {
-	tags := s.Tags
+	tags, requires := s.Tags, s.Requires
 	if tags == nil {
 		tags = []string{}
+	}
+	if requires == nil {
+		requires = []string{}
 	}
 	return Info{
 		Name: s.Name, Version: s.Version, Description: s.Description, Handler: s.Handler,
 		SafetyFlags: s.SafetyFlags, RequiresApproval: s.RequiresApproval, NeedsApproval: s.NeedsApproval(),
-		Tags: tags, Limits: limitsInfo(s.Limits), Grants: s.Grants(), CodeHash: s.CodeHash,
+		Tags: tags, Requires: requires, Limits: limitsInfo(s.Limits), Grants: s.Grants(), CodeHash: s.CodeHash,
 	}
 }
 
@@ -142,6 +149,7 @@ type manifest struct {
 	SafetyFlags      []string `yaml:"safety_flags"`
 	RequiresApproval bool     `yaml:"requires_approval"`
 	Tags             []string `yaml:"tags"`
+	Requires         []string `yaml:"requires"`
 	Limits           struct {
 		Timeout string `yaml:"timeout"` // a Go duration: 500ms, 10s, 1m
 		Memory  string `yaml:"memory"`  // bytes, or 64MiB, 1GiB...
@@ -251,6 +259,15 @@ func (m *manifest) check(s *Skill, opts LoadOptions) []string {
 		}
 		seen[f] = true
 	}
+	// The executor's package sets are the allowlist (the sandbox installs
+	// nothing); without a checker there is nothing to check against.
+	for _, r := range m.Requires {
+		if opts.Checker != nil {
+			if err := opts.Checker.Require(r); err != nil {
+				fail("requires: %s", strings.TrimPrefix(err.Error(), "wasmpy: "))
+			}
+		}
+	}
 	if seen[FlagNone] && len(m.SafetyFlags) > 1 {
 		fail("safety_flags: %q cannot be combined with other flags", FlagNone)
 	}
@@ -284,7 +301,7 @@ func (m *manifest) check(s *Skill, opts LoadOptions) []string {
 	}
 	s.Limits.Fuel = m.Limits.Fuel
 	s.Name, s.Version, s.Description, s.Handler = m.Name, m.Version, strings.TrimSpace(m.Description), m.Handler
-	s.SafetyFlags, s.RequiresApproval, s.Tags = m.SafetyFlags, m.RequiresApproval, m.Tags
+	s.SafetyFlags, s.RequiresApproval, s.Tags, s.Requires = m.SafetyFlags, m.RequiresApproval, m.Tags, m.Requires
 	return bad
 }
 

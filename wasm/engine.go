@@ -18,8 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,6 +56,15 @@ type Config struct {
 	// CacheDir keeps compiled code and snapshot images across processes;
 	// "" disables both.
 	CacheDir string
+	// Site, when not nil, is mounted read-only as the guest's
+	// site-packages (packages.SiteDir) and put on sys.path.
+	Site fs.FS
+	// SiteKey identifies Site's contents (say, the SHA-256s of the package
+	// sets it merges): snapshot images are kept per key.
+	SiteKey string
+	// Preload are modules every run finds imported: the wasmpy build
+	// imports them before its snapshot, so a run pays nothing for them.
+	Preload []string
 }
 
 // Engine holds one compiled interpreter; it is safe for concurrent Runs.
@@ -62,7 +73,8 @@ type Engine struct {
 	metered bool
 	rt      wazero.Runtime
 	mod     wazero.CompiledModule
-	stdlib  wazero.FSConfig
+	mounts  wazero.FSConfig // the standard library's and the site's
+	site    siteConfig
 
 	// The wasmpy build starts every run from image, the memory of an
 	// interpreter that has run its initialisation. Its module is compiled
@@ -89,6 +101,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Interpreter == nil {
 		return nil, errors.New("wasmpy: no interpreter")
 	}
+	site := siteConfig{fs: cfg.Site, key: cfg.SiteKey, preload: slices.Clone(cfg.Preload)}
+	if err := site.validate(); err != nil {
+		return nil, err
+	}
 	// Debug info would have wazero parse DWARF for every trap and exit.
 	// A metered instance stops, when its context is done, at its next
 	// refuel (see meter); only an unmetered one needs wazero's checks.
@@ -100,7 +116,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		rc = rc.WithCompilationCache(cache)
 	}
-	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc)}
+	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc), site: site}
 	e.alive, e.kill = context.WithCancelCause(context.Background())
 	if err := e.start(ctx, cfg.CacheDir); err != nil {
 		e.kill(err)
@@ -115,7 +131,7 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 	if err != nil {
 		return err
 	}
-	e.stdlib = stdlib
+	e.mounts = e.site.mount(stdlib)
 	wasi := e.rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(wasi)
 	i32 := api.ValueTypeI32
@@ -421,7 +437,7 @@ func (e *Engine) moduleConfig(st *runState) wazero.ModuleConfig {
 		WithStdout(writerFunc(func(p []byte) (int, error) { return st.stdout.Write(p) })).
 		WithStderr(writerFunc(func(p []byte) (int, error) { return st.stderr.Write(p) })).
 		WithEnv("PYTHONHASHSEED", "0").WithEnv("PYTHONDONTWRITEBYTECODE", "1")
-	mounts := e.stdlib.(sysfs.FSConfig).WithSysFSMount(boundFS{st}, filesMount)
+	mounts := e.mounts.(sysfs.FSConfig).WithSysFSMount(boundFS{st}, filesMount)
 	cfg = cfg.WithFSConfig(mounts)
 	if e.interp.Kind == assets.Wasmpy {
 		cfg = cfg.WithArgs("python").WithStartFunctions()
@@ -439,7 +455,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // runCommand runs a plain WASI build: python -c <bootstrap> <job>.
 func (e *Engine) runCommand(ctx context.Context, cfg wazero.ModuleConfig, jobJSON string, meter *meter, budget int64) error {
-	cfg = cfg.WithArgs("python", "-c", pyhost.Bootstrap(pyhost.CommandMain), jobJSON).WithStartFunctions()
+	cfg = cfg.WithArgs("python", "-c", pyhost.Bootstrap(e.site.prelude()+pyhost.CommandMain), jobJSON).WithStartFunctions()
 	m, err := e.rt.InstantiateModule(ctx, e.mod, cfg)
 	if err != nil {
 		return err

@@ -7,8 +7,9 @@ import (
 	wsys "github.com/tetratelabs/wazero/sys"
 )
 
-// The guest's mounts: the standard library read-only at stdlibMount, and
-// at / the run's own file system (Run.FS). The list is part of the
+// The guest's mounts: the standard library read-only at stdlibMount, the
+// package sets' site-packages read-only at packages.SiteDir (siteConfig),
+// and at / the run's own file system (Run.FS). The list is part of the
 // snapshot image (wasi-libc keeps its preopens in memory), so it is part
 // of the image's key.
 const (

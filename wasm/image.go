@@ -49,10 +49,12 @@ const (
 // imagePath names the cached image of an interpreter: anything that changes
 // what initialisation does changes the name. The image holds what the
 // standard library looked like (imported modules, the import system's
-// directory caches), so its zip is part of the key.
-func imagePath(dir string, interp *assets.Interpreter) string {
+// directory caches), so its zip is part of the key, as are the site's
+// contents and the modules preloaded from it.
+func imagePath(dir string, interp *assets.Interpreter, siteKey, preloaded string) string {
 	h := sha256.New()
-	for _, s := range []string{interp.SHA256, interp.StdlibSHA256, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic), stdlibMount, filesMount} {
+	for _, s := range []string{interp.SHA256, interp.StdlibSHA256, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic),
+		stdlibMount, filesMount, siteKey, preloaded} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

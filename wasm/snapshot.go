@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -28,7 +29,7 @@ const preload = "import os, json, re, math, collections, itertools, functools, d
 func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 	var path string
 	if cacheDir != "" {
-		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp)
+		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp, e.site.key, strings.Join(e.site.preload, ","))
 		if img, err := openImage(path); err == nil {
 			e.image = img
 			return nil
@@ -82,11 +83,14 @@ func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	if _, err := call(ctx, m, "Py_InitializeEx", 0); err != nil {
 		return fail("Py_InitializeEx", err)
 	}
-	boot, err := cString(ctx, m, pyhost.Bootstrap(preload))
+	boot, err := cString(ctx, m, pyhost.Bootstrap(e.site.prelude()+preload))
 	if err != nil {
 		return fail("bootstrap", err)
 	}
 	if r, err := call(ctx, m, "PyRun_SimpleString", uint64(boot)); err != nil || int32(r) != 0 {
+		if err := preloadError(stderr.bytes()); err != nil {
+			return nil, 0, err
+		}
 		return fail("bootstrap", err)
 	}
 	if _, err := call(ctx, m, "free", uint64(boot)); err != nil {

@@ -38,6 +38,8 @@ func capabilityFlags() []cli.Flag {
 		&cli.StringFlag{Name: "workspace", Usage: "`DIR` the script reads as its workspace (never modified)"},
 		&cli.StringFlag{Name: "out", Usage: "write the files the script wrote into `DIR`"},
 		&cli.StringFlag{Name: "allow-import", Usage: "comma-separated `MODULES`: the only ones the script may import"},
+		&cli.StringSliceFlag{Name: "packages", Usage: "mount the package set `SET.zip` (from `wasmpy pkg build`) read-only on sys.path; repeatable"},
+		&cli.StringFlag{Name: "preload", Usage: "comma-separated `MODULES` imported once, before any run, so runs pay nothing to import them"},
 		&cli.StringFlag{Name: "llm-base-url", EnvVars: []string{"WASMPY_LLM_BASE_URL", "OPENAI_BASE_URL"},
 			Usage: "OpenAI-compatible API for ask_llm, e.g. http://127.0.0.1:11434/v1"},
 		&cli.StringFlag{Name: "llm-model", EnvVars: []string{"WASMPY_LLM_MODEL"}, Usage: "model ask_llm uses"},
@@ -57,20 +59,28 @@ func sandboxConfig(c *cli.Context) (wasmpy.Config, error) {
 		}
 		cfg.Workspace.Stable = dir
 	}
-	if list := c.String("allow-import"); c.IsSet("allow-import") {
-		cfg.AllowImports = []string{}
-		for _, m := range strings.Split(list, ",") {
-			if m = strings.TrimSpace(m); m != "" {
-				cfg.AllowImports = append(cfg.AllowImports, m)
-			}
-		}
+	if c.IsSet("allow-import") {
+		cfg.AllowImports = append([]string{}, commaList(c.String("allow-import"))...)
 	}
+	cfg.Packages = c.StringSlice("packages")
+	cfg.Preload = commaList(c.String("preload"))
 	cfg.LLM = hostfuncs.LLMConfig{BaseURL: c.String("llm-base-url"), Model: c.String("llm-model"), APIKey: c.String("llm-api-key")}
 	if c.Int("llm-max-calls") < 0 || c.Int("llm-max-tokens") < 0 {
 		return cfg, usageErr("--llm-max-calls and --llm-max-tokens must not be negative")
 	}
 	cfg.LLMBudget = hostfuncs.LLMBudget{MaxCalls: c.Int("llm-max-calls"), MaxTokens: c.Int("llm-max-tokens")}
 	return cfg, nil
+}
+
+// commaList splits a comma-separated flag, dropping empty items.
+func commaList(list string) []string {
+	var items []string
+	for _, m := range strings.Split(list, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			items = append(items, m)
+		}
+	}
+	return items
 }
 
 // writeOut writes the files a run wrote into the --out directory, through
@@ -192,7 +202,7 @@ func newSandbox(c *cli.Context, cfg wasmpy.Config) (*wasmpy.Sandbox, error) {
 	cfg.CacheDir = c.String("cache-dir")
 	sb, err := wasmpy.New(c.Context, cfg)
 	if err != nil {
-		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}
+		return nil, pkgErr(err) // a refused package set is the caller's input
 	}
 	return sb, nil
 }

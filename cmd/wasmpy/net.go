@@ -35,9 +35,10 @@ func netCommand() *cli.Command {
 				Name:      "run",
 				Usage:     "run the net in the sandbox and print the final marking",
 				ArgsUsage: "NET.yaml",
-				Description: "Checks the net, refuses requirements the sandbox cannot provide (only the standard library is\n" +
-					"there), then runs it. Prints the inscriptions' output, then the final marking; --json prints\n" +
-					"one object: exec --json's fields plus marking, steps, stopped, fired and variables.",
+				Description: "Checks the net, refuses requirements the sandbox cannot provide (it has the standard library\n" +
+					"and the package sets given with --packages), then runs it. Prints the inscriptions' output, then\n" +
+					"the final marking; --json prints one object: exec --json's fields plus marking, steps, stopped,\n" +
+					"fired and variables.",
 				Flags: append([]cli.Flag{
 					&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the run and the final marking"},
 					&cli.IntFlag{Name: "max-steps", Usage: "stop after `N` firings; 0 = the net's max_steps, else 1000"},

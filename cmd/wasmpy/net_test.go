@@ -85,7 +85,7 @@ func TestNetErrorsCLI(t *testing.T) {
 			`wasmpy: bad_inscription.yaml:11: transition "t": the inscription does not parse: invalid syntax (line 2 of the inscription)`,
 		}},
 		{"requirement refused", []string{"net", "run", pnml("needs_numpy.yaml")}, []string{
-			`wasmpy: needs_numpy.yaml:8: transition "fit": requires "numpy>=1.26", which the sandbox cannot provide`,
+			`wasmpy: needs_numpy.yaml:8: transition "fit": requirement "numpy>=1.26": the sandbox mounts no package set, so it has only the standard library`,
 			`wasmpy: needs_numpy.yaml:10: transition "fit": the inscription imports numpy`,
 		}},
 		{"bad YAML", []string{"net", "run", writeScript(t, "y.yaml", "net:\n  id: x\n  places: [\n")}, []string{

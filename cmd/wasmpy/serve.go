@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
 
@@ -36,6 +37,7 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-queue", Usage: "requests waiting for a run slot before 429 (0: 4 × max-concurrent, -1: none)"},
 			&cli.DurationFlag{Name: "request-timeout", Value: service.DefaultRequestTimeout, Usage: "bound on a run request, queueing included"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long runs in progress may take to finish on shutdown"},
+			&cli.DurationFlag{Name: "skill-check-timeout", Value: skills.DefaultSkillTimeout, Usage: "bound on checking one skill's handler at load; a skill whose check takes longer is skipped"},
 			&cli.BoolFlag{Name: "enable-exec", Usage: "turn on POST /exec, which runs any code it is sent"},
 			&cli.StringFlag{Name: "log-format", Value: "json", Usage: "json or text"},
 			interpreterFlag, cacheFlag,

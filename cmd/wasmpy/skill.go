@@ -26,11 +26,12 @@ var (
 	jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON"}
 )
 
-// llmFlags are the capability flags that concern skills: ask_llm's endpoint.
+// llmFlags are the capability flags that concern skills: ask_llm's
+// endpoint, and the package sets their requires: name.
 func llmFlags() []cli.Flag {
 	var out []cli.Flag
 	for _, f := range capabilityFlags() {
-		if strings.HasPrefix(f.Names()[0], "llm-") {
+		if name := f.Names()[0]; strings.HasPrefix(name, "llm-") || name == "packages" || name == "preload" {
 			out = append(out, f)
 		}
 	}
@@ -110,7 +111,9 @@ func loadSkills(c *cli.Context, ex *skills.Executor, dir string) (*skills.Regist
 
 // startSkills starts loading --skills (or the built-in examples).
 func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dir string) (*skills.Registry, error) {
-	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls()}
+	// --skill-check-timeout is serve's; elsewhere it reads as 0, the default.
+	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls(),
+		SkillTimeout: c.Duration("skill-check-timeout")}
 	var reg *skills.Registry
 	var err error
 	if dir == "" {

@@ -40,7 +40,8 @@ import (
 var ErrNotFound = skills.ErrNoRecord
 
 // schemaVersion is the database layout this package writes (PRAGMA user_version).
-const schemaVersion = 1
+// Layout 2 added executions.packages.
+const schemaVersion = 2
 
 const schema = `
 CREATE TABLE IF NOT EXISTS owners (
@@ -61,6 +62,7 @@ CREATE TABLE IF NOT EXISTS executions (
 	inputs_hash       TEXT NOT NULL,
 	outputs_hash      TEXT NOT NULL,
 	interpreter       TEXT NOT NULL, -- JSON {kind, version, sha256}
+	packages          TEXT NOT NULL DEFAULT '[]', -- JSON list of the package sets mounted: {name, sha256, distributions}
 	limits            TEXT NOT NULL, -- JSON, as applied
 	outcome           TEXT NOT NULL,
 	error             TEXT NOT NULL,
@@ -179,6 +181,11 @@ func (s *Store) init(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, schema); err != nil {
 			return err
 		}
+		if version == 1 {
+			if _, err := tx.ExecContext(ctx, "ALTER TABLE executions ADD COLUMN packages TEXT NOT NULL DEFAULT '[]'"); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
 			return err
 		}
@@ -267,14 +274,15 @@ func (s *Store) Close() error {
 // Begin inserts rec, whose outcome is "running".
 func (s *Store) Begin(ctx context.Context, rec *skills.Record) error {
 	interp, _ := json.Marshal(rec.Interpreter)
+	sets, _ := json.Marshal(nonNil(rec.Packages))
 	limits, _ := json.Marshal(rec.Limits)
 	calls, _ := json.Marshal(nonNil(rec.HostCalls))
 	_, err := s.db.ExecContext(ctx, `INSERT INTO executions (execution_id, owner, skill, version, actor_id, actor_type,
-		approved, code_hash, inputs_hash, outputs_hash, interpreter, limits, outcome, error, duration_ms, fuel_used,
+		approved, code_hash, inputs_hash, outputs_hash, interpreter, packages, limits, outcome, error, duration_ms, fuel_used,
 		memory_peak_bytes, host_calls, host_calls_total, started_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		rec.ExecutionID, s.owner, rec.Skill, rec.Version, rec.ActorID, rec.ActorType, rec.Approved,
-		rec.CodeHash, rec.InputsHash, rec.OutputsHash, string(interp), string(limits), rec.Outcome, rec.Error,
+		rec.CodeHash, rec.InputsHash, rec.OutputsHash, string(interp), string(sets), string(limits), rec.Outcome, rec.Error,
 		rec.DurationMS, clamp(rec.FuelUsed), clamp(rec.MemoryPeakBytes), string(calls), rec.HostCallsTotal,
 		rec.StartedAt.UTC().Format(timeLayout), formatTime(rec.FinishedAt))
 	return err
@@ -298,21 +306,22 @@ func (s *Store) Finish(ctx context.Context, rec *skills.Record) error {
 }
 
 const columns = `execution_id, skill, version, actor_id, actor_type, approved, code_hash, inputs_hash, outputs_hash,
-	interpreter, limits, outcome, error, duration_ms, fuel_used, memory_peak_bytes, host_calls, host_calls_total,
+	interpreter, packages, limits, outcome, error, duration_ms, fuel_used, memory_peak_bytes, host_calls, host_calls_total,
 	started_at, finished_at`
 
 func scan(row interface{ Scan(...any) error }) (*skills.Record, error) {
 	var r skills.Record
-	var interp, limits, calls, started string
+	var interp, sets, limits, calls, started string
 	var finished sql.NullString
 	var fuel, mem int64
 	if err := row.Scan(&r.ExecutionID, &r.Skill, &r.Version, &r.ActorID, &r.ActorType, &r.Approved, &r.CodeHash,
-		&r.InputsHash, &r.OutputsHash, &interp, &limits, &r.Outcome, &r.Error, &r.DurationMS, &fuel, &mem,
+		&r.InputsHash, &r.OutputsHash, &interp, &sets, &limits, &r.Outcome, &r.Error, &r.DurationMS, &fuel, &mem,
 		&calls, &r.HostCallsTotal, &started, &finished); err != nil {
 		return nil, err
 	}
 	r.FuelUsed, r.MemoryPeakBytes = uint64(fuel), uint64(mem)
-	if err := errors.Join(json.Unmarshal([]byte(interp), &r.Interpreter), json.Unmarshal([]byte(limits), &r.Limits),
+	if err := errors.Join(json.Unmarshal([]byte(interp), &r.Interpreter), json.Unmarshal([]byte(sets), &r.Packages),
+		json.Unmarshal([]byte(limits), &r.Limits),
 		json.Unmarshal([]byte(calls), &r.HostCalls)); err != nil {
 		return nil, fmt.Errorf("store: execution %s: %w", r.ExecutionID, err)
 	}

@@ -25,7 +25,8 @@ func open(t *testing.T, path string) *store.Store {
 func record(skill string, at time.Time) *skills.Record {
 	return &skills.Record{ExecutionID: skills.NewID(), Skill: skill, Version: "1.0.0", ActorID: "alice", ActorType: "user",
 		CodeHash: "c0de", InputsHash: "1a", Interpreter: wasmpy.InterpreterInfo{Kind: "wasmpy", Version: "3.13", SHA256: "abc"},
-		Limits: skills.LimitsInfo{TimeoutMS: 1000, MemoryBytes: 1 << 20}, Outcome: skills.OutcomeRunning, StartedAt: at,
+		Packages: []wasmpy.PackageSet{{Name: "sci.zip", SHA256: "5e7", Distributions: []string{"six 1.17.0"}}},
+		Limits:   skills.LimitsInfo{TimeoutMS: 1000, MemoryBytes: 1 << 20}, Outcome: skills.OutcomeRunning, StartedAt: at,
 		HostCalls: []wasmpy.HostCall{}}
 }
 
@@ -181,4 +182,33 @@ func TestStoreOpenErrors(t *testing.T) {
 	require.NoError(t, db.Close())
 	_, err = store.Open(context.Background(), path)
 	require.ErrorContains(t, err, "newer wasmpy")
+}
+
+// A database of layout 1 (before package sets) gets the packages column,
+// and its records read back with none.
+func TestStoreMigratesLayout1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite3", "file:"+path+"?_pragma=journal_mode(wal)")
+	require.NoError(t, err)
+	_, err = db.ExecContext(ctx, `CREATE TABLE executions (execution_id TEXT PRIMARY KEY, owner TEXT NOT NULL, skill TEXT NOT NULL,
+		version TEXT NOT NULL, actor_id TEXT NOT NULL, actor_type TEXT NOT NULL, approved INTEGER NOT NULL, code_hash TEXT NOT NULL,
+		inputs_hash TEXT NOT NULL, outputs_hash TEXT NOT NULL, interpreter TEXT NOT NULL, limits TEXT NOT NULL, outcome TEXT NOT NULL,
+		error TEXT NOT NULL, duration_ms REAL NOT NULL, fuel_used INTEGER NOT NULL, memory_peak_bytes INTEGER NOT NULL,
+		host_calls TEXT NOT NULL, host_calls_total INTEGER NOT NULL, started_at TEXT NOT NULL, finished_at TEXT);
+		INSERT INTO executions VALUES ('old', 'gone', 'echo', '1.0.0', 'a', 'user', 0, 'c', 'i', 'o',
+		'{"kind":"wasmpy","version":"3.13","sha256":"abc"}', '{}', 'ok', '', 1, 1, 1, '[]', 0, '2025-01-02T03:04:05.000000000Z', NULL);
+		PRAGMA user_version = 1;`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	st := open(t, path)
+	defer st.Close()
+	got, err := st.Get(ctx, "old")
+	require.NoError(t, err)
+	require.Equal(t, []wasmpy.PackageSet{}, got.Packages)
+	r := record("new", time.Now().UTC())
+	require.NoError(t, st.Begin(ctx, r))
+	got, err = st.Get(ctx, r.ExecutionID)
+	require.NoError(t, err)
+	require.Equal(t, r.Packages, got.Packages)
 }

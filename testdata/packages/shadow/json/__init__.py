@@ -1,0 +1,1 @@
+raise ImportError("a json that is not the standard library")
