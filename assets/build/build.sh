@@ -30,8 +30,8 @@ readonly INITIAL_MEMORY=$((20 * 1024 * 1024))
 readonly STACK_SIZE=8388608
 # PyErr_SetInterruptEx lets the host raise KeyboardInterrupt in a run (Ctrl-C).
 readonly EXPORTS=(_initialize Py_InitializeEx PyRun_SimpleString PyErr_SetInterruptEx malloc free)
-readonly TOOL_PACKAGES=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32
-	gcc make libc6-dev zlib1g-dev jq xz-utils)
+readonly TOOL_PACKAGES=(clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 binaryen
+	gcc make libc6-dev zlib1g-dev jq xz-utils patch)
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly HERE
@@ -40,6 +40,8 @@ readonly MODULE_C=$HERE/wasmpymodule.c
 readonly MKSTDLIB=$HERE/mkstdlib.py
 # Patches to the standard library's Python sources, applied by mkstdlib.py.
 readonly STDLIB_PATCHES=("$HERE"/stdlib-patches/*.patch)
+# Our changes to CPython's C source, applied in name order (see patches/README.md).
+readonly PATCH_DIR=$HERE/patches
 
 T0=$SECONDS
 
@@ -99,6 +101,16 @@ fi
 
 # ---------------------------------------------------------------- fast path
 
+# patches_sha: one hash for the patch set, each patch's name and content in
+# the order they apply.
+patches_sha() {
+	local p
+	for p in $(find "$PATCH_DIR" -maxdepth 1 -name '*.patch' | LC_ALL=C sort); do
+		basename "$p"
+		sha256 "$p"
+	done | sha256sum | cut -d' ' -f1
+}
+
 # outdir_verified: OUTDIR's files match its manifest, and the manifest was
 # built from the lock's inputs and this checkout's module source.
 outdir_verified() {
@@ -114,7 +126,8 @@ outdir_verified() {
 	done
 	[ "$(jq -r '.inputs["wasmpymodule.c"].sha256 // empty' "$m")" = "$(sha256 "$MODULE_C")" ] &&
 		[ "$(jq -r '.exports // [] | join(" ")' "$m")" = "${EXPORTS[*]}" ] &&
-		[ "$(jq -r '.inputs["mkstdlib.py"].sha256 // empty' "$m")" = "$(stdlib_sha)" ]
+		[ "$(jq -r '.inputs["mkstdlib.py"].sha256 // empty' "$m")" = "$(stdlib_sha)" ] &&
+		[ "$(jq -r '.inputs.patches.sha256 // empty' "$m")" = "$(patches_sha)" ]
 }
 
 if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ] && outdir_verified; then
@@ -172,7 +185,7 @@ if ! tools_installed; then
 	fi
 	printf '%4ss\n' $((SECONDS - start)) >&2
 fi
-for f in "$LLVM/clang" "$LLVM/wasm-ld" "$LLVM/llvm-ar" "$LLVM/llvm-ranlib" "$LLVM/llvm-strip"; do
+for f in "$LLVM/clang" "$LLVM/wasm-ld" "$LLVM/llvm-ar" "$LLVM/llvm-ranlib" "$LLVM/llvm-strip" /usr/bin/wasm-opt; do
 	[ -x "$f" ] || unavailable "missing $f"
 done
 
@@ -325,6 +338,8 @@ fetch zlib source zlib
 printf 'build.sh: %-22s%4ss\n' inputs $((SECONDS - start)) >&2
 MODULE_SHA=$(sha256 "$MODULE_C")
 STDLIB_SHA=$(stdlib_sha)
+mapfile -t PATCHES < <(find "$PATCH_DIR" -maxdepth 1 -name '*.patch' | LC_ALL=C sort)
+PATCHES_SHA=$(patches_sha)
 
 # ---------------------------------------------------------------- sources
 
@@ -349,9 +364,35 @@ unpack_python() {
 	mv "$S.tmp" "$S"
 }
 if ! stamp_ok src "$k_src"; then
-	stamp_clear native; stamp_clear cross-configure
+	stamp_clear native; stamp_clear cross-configure; stamp_clear patches
 	step unpack-python unpack_python
 	stamp_set src "$k_src"
+fi
+
+# patch_python: take back the patches applied last time (kept in
+# $S/.wasmpy-patches), newest first, and apply the current set: only the
+# files they touch change, so make rebuilds only those.
+patch_python() {
+	local p
+	if [ -d "$S/.wasmpy-patches" ]; then
+		for p in $(find "$S/.wasmpy-patches" -name '*.patch' | LC_ALL=C sort -r); do
+			patch -d "$S" -p1 -R --no-backup-if-mismatch -s <"$p"
+		done
+		rm -rf "$S/.wasmpy-patches"
+	fi
+	mkdir -p "$S/.wasmpy-patches"
+	for p in "${PATCHES[@]}"; do
+		echo "applying $(basename "$p")"
+		patch -d "$S" -p1 --forward --no-backup-if-mismatch <"$p"
+		cp "$p" "$S/.wasmpy-patches/"
+	done
+}
+k_patches=$(key "$k_src" "$PATCHES_SHA")
+if ! stamp_ok patches "$k_patches"; then
+	stamp_clear src # a patch that fails halfway leaves a tree only unpacking mends
+	step patch-python patch_python
+	stamp_set src "$k_src"
+	stamp_set patches "$k_patches"
 fi
 SOURCE_DATE_EPOCH=$(cat "$S/.source-date-epoch")
 export SOURCE_DATE_EPOCH
@@ -423,9 +464,12 @@ CROSS_ENV=(
 	# Relative sleeps: wazero rejects poll_oneoff on absolute clocks.
 	ac_cv_func_clock_nanosleep=no ac_cv_lib_rt_clock_nanosleep=no
 )
+# -mbulk-memory: memcpy/memset of unknown size become memory.copy/fill, which
+# wazero runs as one native memmove, instead of calls to wasi-libc's byte
+# loops (the module already needed the feature: wasi-libc uses it).
 CROSS_ARGS=(--host=wasm32-wasip1 --with-build-python="$BUILD_PY" --prefix=/usr/local
 	--disable-test-modules --with-ensurepip=no
-	"OPT=-DNDEBUG -O2 -Wall" "CFLAGS=$PREFIX_MAP")
+	"OPT=-DNDEBUG -O2 -Wall -mbulk-memory" "CFLAGS=$PREFIX_MAP")
 k_cross=$(key "$k_sysroot" "$k_native" "${CROSS_ENV[@]}" "${CROSS_ARGS[@]}" relative-srcdir)
 configure_cross() {
 	rm -rf "$CROSS" && mkdir -p "$CROSS/Modules" && cd "$CROSS"
@@ -468,8 +512,11 @@ link_reactor() {
 		-Wl,--initial-memory=$INITIAL_MEMORY "${exports[@]}" \
 		-o "$STAGE/python.unstripped.wasm" \
 		"$(mkvar LIBRARY)" $(mkvar MODLIBS) $(mkvar LIBS) $(mkvar SYSLIBS)
-	"$LLVM/llvm-strip" --strip-all -o "$STAGE/python.wasm" "$STAGE/python.unstripped.wasm"
-	rm -f "$STAGE/python.unstripped.wasm"
+	# binaryen's optimizer over the whole linked module, with the features
+	# clang recorded in target_features; its output is deterministic.
+	wasm-opt -O3 -o "$STAGE/python.opt.wasm" "$STAGE/python.unstripped.wasm"
+	"$LLVM/llvm-strip" --strip-all -o "$STAGE/python.wasm" "$STAGE/python.opt.wasm"
+	rm -f "$STAGE/python.unstripped.wasm" "$STAGE/python.opt.wasm"
 	# llvm-strip keeps target_features (and producers): drop every custom
 	# section, whose names, unlike the standard ones, are not upper case.
 	local sec
@@ -504,7 +551,7 @@ jq -n --arg v "$PY_VERSION" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
 	--arg pv "${IN_VER[python3.13]}" --arg ps "${IN_SHA[python3.13]}" \
 	--arg lv "${IN_VER[wasi-libc]}" --arg ls "${IN_SHA[wasi-libc]}" \
 	--arg zv "${IN_VER[zlib]}" --arg zs "${IN_SHA[zlib]}" --arg ms "$MODULE_SHA" \
-	--arg ex "${EXPORTS[*]}" --arg ss "$STDLIB_SHA" '{
+	--arg ex "${EXPORTS[*]}" --arg ss "$STDLIB_SHA" --arg pa "$PATCHES_SHA" '{
 	python_version: $v,
 	exports: ($ex | split(" ")),
 	outputs: {"python.wasm": $w, "python313.zip": $z},
@@ -513,13 +560,14 @@ jq -n --arg v "$PY_VERSION" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
 		"wasi-libc": {version: $lv, sha256: $ls},
 		"zlib": {version: $zv, sha256: $zs},
 		"wasmpymodule.c": {version: "local", sha256: $ms},
-		"mkstdlib.py": {version: "local (with stdlib-patches/)", sha256: $ss}
+		"mkstdlib.py": {version: "local (with stdlib-patches/)", sha256: $ss},
+		"patches": {version: "local", sha256: $pa}
 	}
 }' >"$STAGE/manifest.json"
 
 toolchain_json() {
 	local p args=()
-	for p in clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 zlib1g-dev; do
+	for p in clang-19 lld-19 llvm-19 libclang-rt-19-dev-wasm32 binaryen zlib1g-dev; do
 		args+=(--arg "$p" "$(dpkg-query -W -f='${Version}' "$p" 2>/dev/null || true)")
 	done
 	jq -n "${args[@]}" '$ARGS.named'
