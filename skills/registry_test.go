@@ -308,16 +308,23 @@ func TestLoadIsBoundedPerSkill(t *testing.T) {
 	require.Equal(t, "checking the handler took longer than 5s (the limit per skill)", byPath[filepath.Join(dir, "slow", "handler.py")])
 }
 
-// Loading stops when its ctx is done, and says so.
+// Loading stops when its ctx is done, and says so. The ctx is canceled
+// as soon as loading has started, so that a fast machine cannot finish the
+// checks first.
 func TestLoadCanceled(t *testing.T) {
 	dir := t.TempDir()
-	slow := goodSkill("slow")
-	slow["handler.py"] = goodHandler + strings.Repeat("x = [1, 2, 3]\n", 70000)
-	writeSkill(t, filepath.Join(dir, "slow"), slow)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
+	for _, name := range []string{"slow1", "slow2", "slow3", "slow4"} {
+		slow := goodSkill(name)
+		slow["handler.py"] = goodHandler + strings.Repeat("x = [1, 2, 3]\n", 70000)
+		writeSkill(t, filepath.Join(dir, name), slow)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	start := time.Now()
-	_, err := skills.LoadDir(ctx, dir, skills.LoadOptions{Checker: testExecutor(t).Checker()})
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	reg, err := skills.StartDir(ctx, dir, skills.LoadOptions{Checker: testExecutor(t).Checker()})
+	require.NoError(t, err)
+	cancel()
+	err = reg.Wait(context.Background())
+	require.ErrorIs(t, err, context.Canceled)
 	require.Less(t, time.Since(start), 5*time.Second)
+	require.Empty(t, reg.Pending())
 }
