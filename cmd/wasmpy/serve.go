@@ -35,7 +35,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "max-body", Value: "1MiB", Usage: "largest request body"},
 			&cli.IntFlag{Name: "max-concurrent", Usage: "runs at once (0: the number of CPUs)"},
 			&cli.IntFlag{Name: "max-queue", Usage: "requests waiting for a run slot before 429 (0: 4 × max-concurrent, -1: none)"},
-			&cli.DurationFlag{Name: "request-timeout", Value: service.DefaultRequestTimeout, Usage: "bound on a run request, queueing included"},
+			&cli.DurationFlag{Name: "request-timeout", Value: skills.DefaultRequestTimeout, Usage: "bound on a run request, queueing included"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long runs in progress may take to finish on shutdown"},
 			&cli.DurationFlag{Name: "skill-check-timeout", Value: skills.DefaultSkillTimeout, Usage: "bound on checking one skill's handler at load; a skill whose check takes longer is skipped"},
 			&cli.BoolFlag{Name: "enable-exec", Usage: "turn on POST /exec, which runs any code it is sent"},
@@ -70,8 +70,8 @@ func serveAction(c *cli.Context) error {
 	if c.Duration("request-timeout") <= 0 || c.Duration("shutdown-timeout") <= 0 {
 		return usageErr("--request-timeout and --shutdown-timeout must be positive")
 	}
-	if n := c.Int("max-concurrent"); n < 0 || n > service.MaxConcurrentRuns {
-		return usageErr("--max-concurrent %d: want 0 (the number of CPUs) to %d", n, service.MaxConcurrentRuns)
+	if n := c.Int("max-concurrent"); n < 0 || n > skills.MaxConcurrentRuns {
+		return usageErr("--max-concurrent %d: want 0 (the number of CPUs) to %d", n, skills.MaxConcurrentRuns)
 	}
 	if n := c.Int("max-queue"); n < -1 {
 		return usageErr("--max-queue %d: want -1 (no queue), 0 (4 × --max-concurrent) or more", n)
@@ -119,9 +119,13 @@ func serveAction(c *cli.Context) error {
 		log.Warn("skills need the wasmpy interpreter build for submit_result; with this one every run fails (make interpreter)",
 			"interpreter", ex.Interpreter().Kind)
 	}
+	adm, err := skills.NewAdmission(skills.AdmissionConfig{
+		MaxConcurrent: c.Int("max-concurrent"), MaxQueue: c.Int("max-queue"), RequestTimeout: c.Duration("request-timeout")})
+	if err != nil {
+		return err
+	}
 	svc, err := service.New(service.Config{
-		Registry: reg, Executor: ex, Tokens: tokens, MaxBodyBytes: int64(maxBody),
-		MaxConcurrent: c.Int("max-concurrent"), MaxQueue: c.Int("max-queue"), RequestTimeout: c.Duration("request-timeout"),
+		Registry: reg, Executor: ex, Admission: adm, Tokens: tokens, MaxBodyBytes: int64(maxBody),
 		EnableExec: c.Bool("enable-exec"), ExecLimits: lim, Logger: log,
 	})
 	if err != nil {

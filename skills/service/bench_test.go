@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
 
@@ -45,7 +46,11 @@ func benchServe(b *testing.B, skill string, skillArgs map[string]any) {
 	if n, err := strconv.Atoi(os.Getenv("WASMPY_BENCH_CONCURRENT")); err == nil && n > 0 {
 		concurrent = n
 	}
-	svc, err := service.New(service.Config{Registry: reg, Executor: ex, MaxConcurrent: concurrent, MaxQueue: clients})
+	adm, err := skills.NewAdmission(skills.AdmissionConfig{MaxConcurrent: concurrent, MaxQueue: clients})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := service.New(service.Config{Registry: reg, Executor: ex, Admission: adm})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/wasmpy/wasmpy"
@@ -10,8 +11,8 @@ import (
 )
 
 // The service's own error codes, beside skills' (invalid_input,
-// approval_required, invalid_output, run_failed, timeout; bad_request is
-// both's).
+// approval_required, invalid_output, run_failed, timeout; bad_request, busy
+// and canceled are both's).
 const (
 	CodeBadRequest           = skills.CodeBadRequest
 	CodeUnauthorized         = "unauthorized"
@@ -23,9 +24,9 @@ const (
 	CodeExecDisabled         = "exec_disabled"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeBodyTooLarge         = "body_too_large"
-	CodeBusy                 = "busy"
+	CodeBusy                 = skills.CodeBusy
 	CodeInternal             = "internal"
-	CodeCanceled             = "canceled"
+	CodeCanceled             = skills.CodeCanceled
 	CodeLoading              = "loading"
 )
 
@@ -59,6 +60,27 @@ type errorBody struct {
 	Provenance *skills.Record `json:"provenance,omitempty"`
 }
 
+// failedRun is a run that went wrong, as an error: the execution carries
+// the run and its provenance, which the error response includes.
+type failedRun struct{ x *skills.Execution }
+
+func (f *failedRun) Error() string { return f.x.Error.Error() }
+
+// fail is the error a handler returns for a request it refuses.
+func fail(code, format string, a ...any) error {
+	return &skills.Error{Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// handle adapts a handler that returns its errors: the one place an error
+// becomes a response.
+func (s *Service) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	}
+}
+
 func (s *Service) writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -70,7 +92,27 @@ func (s *Service) writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
-func (s *Service) failWith(w http.ResponseWriter, r *http.Request, body errorBody) {
+// writeError answers with err: an *skills.Error's code and its status, a
+// failed run's error with the run, or 500 for anything else (the host's own
+// failure, logged, its cause not sent).
+func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var body errorBody
+	var fr *failedRun
+	var se *skills.Error
+	switch {
+	case errors.As(err, &fr):
+		body = errorBody{Error: fr.x.Error, Result: fr.x.Result, Provenance: fr.x.Record}
+	case errors.As(err, &se):
+		if se.Code == skills.CodeApprovalRequired {
+			hinted := *se
+			hinted.Message += `: send "approved": true`
+			se = &hinted
+		}
+		body = errorBody{Error: se}
+	default:
+		s.log.Error("internal error", "path", r.URL.Path, "err", err.Error())
+		body = errorBody{Error: &skills.Error{Code: CodeInternal, Message: "internal error"}}
+	}
 	info(r).code = body.Error.Code
 	status, ok := statusOf[body.Error.Code]
 	if !ok {
@@ -80,29 +122,4 @@ func (s *Service) failWith(w http.ResponseWriter, r *http.Request, body errorBod
 		w.Header().Set("Retry-After", "1")
 	}
 	s.writeJSON(w, status, body)
-}
-
-func (s *Service) fail(w http.ResponseWriter, r *http.Request, code, msg string) {
-	s.failWith(w, r, errorBody{Error: &skills.Error{Code: code, Message: msg}})
-}
-
-// internal answers 500 for the host's own failure, logging the cause.
-func (s *Service) internal(w http.ResponseWriter, r *http.Request, err error) {
-	s.log.Error("internal error", "path", r.URL.Path, "err", err.Error())
-	s.fail(w, r, CodeInternal, "internal error")
-}
-
-// refused answers a request the executor turned down before running.
-func (s *Service) refused(w http.ResponseWriter, r *http.Request, err error) {
-	var se *skills.Error
-	if errors.As(err, &se) {
-		if se.Code == skills.CodeApprovalRequired {
-			hinted := *se
-			hinted.Message += `: send "approved": true`
-			se = &hinted
-		}
-		s.failWith(w, r, errorBody{Error: se})
-		return
-	}
-	s.internal(w, r, err)
 }

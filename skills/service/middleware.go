@@ -81,7 +81,7 @@ func (s *Service) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("panic serving request", "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				s.fail(w, r, CodeInternal, "internal error")
+				s.writeError(w, r, fail(CodeInternal, "internal error"))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -109,7 +109,7 @@ func (s *Service) authorized(next http.Handler) http.Handler {
 		}
 		if !ok || match == 0 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="wasmpy"`)
-			s.fail(w, r, CodeUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)")
+			s.writeError(w, r, fail(CodeUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -124,7 +124,7 @@ func (s *Service) authorized(next http.Handler) http.Handler {
 func (s *Service) sameOrigin(next http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, CodeCrossOrigin, fmt.Sprintf("cross-origin request refused (Origin %q, Sec-Fetch-Site %q): call the API from the same origin or from a client that is not a browser",
+		s.writeError(w, r, fail(CodeCrossOrigin, "cross-origin request refused (Origin %q, Sec-Fetch-Site %q): call the API from the same origin or from a client that is not a browser",
 			r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")))
 	}))
 	return cop.Handler(next)
@@ -132,7 +132,7 @@ func (s *Service) sameOrigin(next http.Handler) http.Handler {
 
 // fallback answers what no route matched: 405 if the path exists for
 // another method, else 404.
-func (s *Service) fallback(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
+func (s *Service) fallback(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) error {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		if m == r.Method {
@@ -146,8 +146,7 @@ func (s *Service) fallback(mux *http.ServeMux, w http.ResponseWriter, r *http.Re
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		s.fail(w, r, CodeMethodNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
-		return
+		return fail(CodeMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or "))
 	}
-	s.fail(w, r, CodeNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	return fail(CodeNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
 }

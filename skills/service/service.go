@@ -32,7 +32,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"time"
 
@@ -40,14 +39,8 @@ import (
 	"github.com/wasmpy/wasmpy/skills"
 )
 
-// MaxConcurrentRuns bounds Config.MaxConcurrent.
-const MaxConcurrentRuns = 1 << 16
-
-// Defaults for Config's zero values.
-const (
-	DefaultMaxBodyBytes   = 1 << 20
-	DefaultRequestTimeout = time.Minute
-)
+// DefaultMaxBodyBytes is Config.MaxBodyBytes's default.
+const DefaultMaxBodyBytes = 1 << 20
 
 // RequestTimeoutHeader lets a client shorten the request timeout for its
 // own run request, in milliseconds: it cannot lengthen it.
@@ -66,15 +59,11 @@ type Config struct {
 	Tokens []string
 	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// MaxConcurrent bounds the runs in progress; 0 means GOMAXPROCS.
-	MaxConcurrent int
-	// MaxQueue bounds the requests waiting for a run slot, beyond which
-	// they get 429; 0 means 4 × MaxConcurrent, negative means no queue.
-	MaxQueue int
-	// RequestTimeout bounds a run request, waiting included; 0 means
-	// DefaultRequestTimeout. A skill's own timeout applies within it, and a
-	// client can shorten it for its request (RequestTimeoutHeader).
-	RequestTimeout time.Duration
+	// Admission bounds the runs (slots, queue, request timeout) and counts
+	// them; share one with the other front ends (MCP) so they share its
+	// limits. A client can shorten the timeout (RequestTimeoutHeader). nil
+	// means one with the defaults.
+	Admission *skills.Admission
 	// EnableExec turns on POST /exec, which runs any code it is sent.
 	EnableExec bool
 	// ExecLimits bound POST /exec runs; a request may ask for less.
@@ -87,8 +76,7 @@ type Config struct {
 type Service struct {
 	cfg     Config
 	tokens  [][32]byte
-	slots   chan struct{}
-	queue   chan struct{}
+	adm     *skills.Admission
 	log     *slog.Logger
 	handler http.Handler
 	metrics *metrics
@@ -103,26 +91,17 @@ func New(cfg Config) (*Service, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if cfg.MaxConcurrent > MaxConcurrentRuns {
-		return nil, fmt.Errorf("service: MaxConcurrent %d: at most %d", cfg.MaxConcurrent, MaxConcurrentRuns)
-	}
 	if err := cfg.ExecLimits.Validate(); err != nil {
 		return nil, fmt.Errorf("service: ExecLimits: %w", err)
 	}
-	if cfg.MaxConcurrent <= 0 {
-		cfg.MaxConcurrent = runtime.GOMAXPROCS(0)
+	adm := cfg.Admission
+	if adm == nil {
+		var err error
+		if adm, err = skills.NewAdmission(skills.AdmissionConfig{}); err != nil {
+			return nil, err
+		}
 	}
-	switch {
-	case cfg.MaxQueue == 0:
-		cfg.MaxQueue = 4 * cfg.MaxConcurrent
-	case cfg.MaxQueue < 0:
-		cfg.MaxQueue = 0
-	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
-	}
-	s := &Service{cfg: cfg, log: cfg.Logger, slots: make(chan struct{}, cfg.MaxConcurrent),
-		queue: make(chan struct{}, cfg.MaxQueue), metrics: newMetrics(), started: time.Now()}
+	s := &Service{cfg: cfg, log: cfg.Logger, adm: adm, metrics: newMetrics(), started: time.Now()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -132,15 +111,15 @@ func New(cfg Config) (*Service, error) {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", s.health)
-	mux.HandleFunc("GET /skills", s.listSkills)
-	mux.HandleFunc("GET /skills/{name}", s.getSkill)
-	mux.HandleFunc("GET /skills/{name}/schema", s.getSchema)
-	mux.HandleFunc("POST /skills/{name}/execute", s.execute)
-	mux.HandleFunc("GET /executions/{id}", s.getExecution)
-	mux.HandleFunc("POST /exec", s.exec)
-	mux.HandleFunc("GET /metrics", s.serveMetrics)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.fallback(mux, w, r) })
+	mux.HandleFunc("GET /health", s.handle(s.health))
+	mux.HandleFunc("GET /skills", s.handle(s.listSkills))
+	mux.HandleFunc("GET /skills/{name}", s.handle(s.getSkill))
+	mux.HandleFunc("GET /skills/{name}/schema", s.handle(s.getSchema))
+	mux.HandleFunc("POST /skills/{name}/execute", s.handle(s.execute))
+	mux.HandleFunc("GET /executions/{id}", s.handle(s.getExecution))
+	mux.HandleFunc("POST /exec", s.handle(s.exec))
+	mux.HandleFunc("GET /metrics", s.handle(s.serveMetrics))
+	mux.HandleFunc("/", s.handle(func(w http.ResponseWriter, r *http.Request) error { return s.fallback(mux, w, r) }))
 	s.handler = s.recoverer(s.logged(s.sameOrigin(s.authorized(mux))))
 	return s, nil
 }
@@ -158,8 +137,8 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, grace time.Duratio
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       s.cfg.RequestTimeout,
-		WriteTimeout:      s.cfg.RequestTimeout + 10*time.Second,
+		ReadTimeout:       s.adm.Config().RequestTimeout,
+		WriteTimeout:      s.adm.Config().RequestTimeout + 10*time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
@@ -170,7 +149,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, grace time.Duratio
 		return err
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down: finishing runs in progress", "in_flight", len(s.slots), "queued", len(s.queue), "grace", grace.String())
+	s.log.Info("shutting down: finishing runs in progress", "in_flight", s.adm.Stats().InFlight, "queued", s.adm.Stats().Queued, "grace", grace.String())
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	err := srv.Shutdown(sctx)

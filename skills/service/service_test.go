@@ -119,6 +119,12 @@ func startServer(t testing.TB, mutate func(*service.Config)) *server {
 	return &server{Server: srv, store: st, logs: logs}
 }
 
+func admission(t testing.TB, concurrent, queue int, timeout time.Duration) *skills.Admission {
+	a, err := skills.NewAdmission(skills.AdmissionConfig{MaxConcurrent: concurrent, MaxQueue: queue, RequestTimeout: timeout})
+	require.NoError(t, err)
+	return a
+}
+
 type reply struct {
 	status int
 	header http.Header
@@ -330,7 +336,7 @@ func waitInFlight(t *testing.T, s *server, n, q int) {
 }
 
 func TestConcurrencyLimit(t *testing.T) {
-	s := startServer(t, func(c *service.Config) { c.MaxConcurrent = 1; c.MaxQueue = 1 })
+	s := startServer(t, func(c *service.Config) { c.Admission = admission(t, 1, 1, 0) })
 	statuses := make(chan int, 2)
 	go func() { statuses <- s.do(t, "POST", "/skills/spin/execute", `{"args": {"seconds": 1}}`).status }()
 	waitInFlight(t, s, 1, 0)
@@ -351,7 +357,7 @@ func TestConcurrencyLimit(t *testing.T) {
 
 func TestRequestTimeout(t *testing.T) {
 	s := startServer(t, func(c *service.Config) {
-		c.MaxConcurrent, c.MaxQueue, c.RequestTimeout = 1, 4, 2*time.Second
+		c.Admission = admission(t, 1, 4, 2*time.Second)
 	})
 	done := make(chan reply, 1)
 	go func() { done <- s.do(t, "POST", "/skills/spin/execute", `{}`) }() // spins until the request's deadline

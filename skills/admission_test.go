@@ -1,0 +1,79 @@
+package skills_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/skills"
+)
+
+func codeOf(t *testing.T, err error) string {
+	t.Helper()
+	var se *skills.Error
+	require.True(t, errors.As(err, &se), "want a *skills.Error, got %v", err)
+	return se.Code
+}
+
+// TestAdmission holds the one slot with a real run, then checks the queue,
+// busy, a shortened timeout, a caller that goes away, and the counters.
+func TestAdmission(t *testing.T) {
+	ex, _ := recordingExecutor(t)
+	adm, err := skills.NewAdmission(skills.AdmissionConfig{MaxConcurrent: 1, MaxQueue: 1, RequestTimeout: time.Minute})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	hold, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		_, err := adm.Run(ctx, 0, func(ctx context.Context) (*skills.Execution, error) {
+			close(hold)
+			<-release
+			return ex.Exec(ctx, skills.ExecRequest{Code: "print(1)"})
+		})
+		first <- err
+	}()
+	<-hold
+	queuedCtx, cancelQueued := context.WithCancel(ctx)
+	queued := make(chan error, 1)
+	go func() {
+		_, err := adm.Run(queuedCtx, 0, func(context.Context) (*skills.Execution, error) { panic("a canceled request ran") })
+		queued <- err
+	}()
+	require.Eventually(t, func() bool { return adm.Stats().Queued == 1 }, 20*time.Second, 5*time.Millisecond)
+
+	_, err = adm.Run(ctx, 0, nil)
+	require.Equal(t, skills.CodeBusy, codeOf(t, err))
+	cancelQueued()
+	require.Equal(t, skills.CodeCanceled, codeOf(t, <-queued))
+	_, err = adm.Run(ctx, time.Millisecond, nil) // waits in the queue past its own deadline
+	require.Equal(t, skills.CodeTimeout, codeOf(t, err))
+
+	close(release)
+	require.NoError(t, <-first)
+	x, err := adm.Run(ctx, 0, func(ctx context.Context) (*skills.Execution, error) {
+		return ex.Exec(ctx, skills.ExecRequest{Code: "1/0"})
+	})
+	require.NoError(t, err)
+	require.Equal(t, wasmpy.KindException, x.Error.Kind)
+
+	st := adm.Stats()
+	require.Equal(t, int64(1), st.Rejected)
+	require.Equal(t, 0, st.InFlight)
+	require.Equal(t, []skills.ExecutionCount{{Skill: "", Outcome: "exception", Count: 1}, {Skill: "", Outcome: "ok", Count: 1}}, st.Executions)
+}
+
+func TestRequestedLimits(t *testing.T) {
+	ceil := wasmpy.Limits{Timeout: 5 * time.Second, Memory: 64 << 20}
+	lim, err := skills.RequestedLimits{TimeoutMS: 200, Fuel: 1000}.Within(ceil)
+	require.NoError(t, err)
+	require.Equal(t, wasmpy.Limits{Timeout: 200 * time.Millisecond, Memory: 64 << 20, Fuel: 1000}, lim)
+	for _, r := range []skills.RequestedLimits{{TimeoutMS: 6000}, {TimeoutMS: -1}, {MemoryBytes: 1 << 30}} {
+		_, err := r.Within(ceil)
+		require.Equal(t, skills.CodeBadRequest, codeOf(t, err), "%+v", r)
+	}
+}
