@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wasmpy/wasmpy/provenance"
 )
 
 // Codes of the errors Admission returns, beside the Executor's.
@@ -132,7 +134,7 @@ func (a *Admission) acquire(ctx context.Context) (release func(), err error) {
 	}
 }
 
-func (a *Admission) count(rec *Record) {
+func (a *Admission) count(rec *provenance.Record) {
 	a.mu.Lock()
 	a.runs[[2]string{rec.Skill, rec.Outcome}]++
 	a.runMS[rec.Skill] += rec.DurationMS

@@ -21,6 +21,7 @@
 // A server calls skills.StartDir instead, which returns at once: each skill
 // appears in the registry as soon as it passes its checks.
 //
-// The store (package skills/store) keeps the records in SQLite; package
+// The records are provenance.Records, kept by a provenance.Store (SQLite or
+// PostgreSQL: package provenance/stores opens either); package
 // skills/service is the HTTP API over an Executor and a Registry.
 package skills

@@ -3,17 +3,16 @@ package skills
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
 )
 
 // The stable codes of Error.
@@ -45,65 +44,15 @@ func schemaError(code, what string, vs []Violation) *Error {
 	return &Error{Code: code, Message: what + " does not match the schema: " + describe(vs), Pointer: &p, Violations: vs}
 }
 
-// Outcomes a Record has besides a run's error.kind.
-const (
-	OutcomeRunning       = "running" // the run has not finished (yet)
-	OutcomeOK            = "ok"      // a valid output
-	OutcomeInvalidOutput = "invalid_output"
-	OutcomeInterrupted   = "interrupted" // the process died mid-run; found on the next start
-	OutcomeCanceled      = "canceled"    // the caller gave up (a closed connection)
-)
-
-// Record is the provenance of one execution: who ran what, on which
-// interpreter, under which limits, and how it went. Inputs and outputs are
-// kept as hashes only (see Canonical).
-type Record struct {
-	ExecutionID string `json:"execution_id"` // a random UUID
-	Skill       string `json:"skill"`        // "" for raw code (POST /exec)
-	Version     string `json:"version"`
-	ActorID     string `json:"actor_id"`
-	ActorType   string `json:"actor_type"`
-	Approved    bool   `json:"approved"`
-	CodeHash    string `json:"code_hash"`    // hex SHA-256 of the handler source (or the raw code)
-	InputsHash  string `json:"inputs_hash"`  // hex SHA-256 of the canonical JSON of the arguments
-	OutputsHash string `json:"outputs_hash"` // likewise of the output; "" when there is none
-
-	Interpreter wasmpy.InterpreterInfo `json:"interpreter"`
-	Packages    []wasmpy.PackageSet    `json:"packages"` // the package sets the run could import from
-	Limits      LimitsInfo             `json:"limits"`   // as applied: defaults filled in
-
-	Outcome         string            `json:"outcome"` // ok, running, interrupted, canceled, invalid_output, or the run's error.kind
-	Error           string            `json:"error"`   // one line on why it failed; the exception class, not its message
-	DurationMS      float64           `json:"duration_ms"`
-	FuelUsed        uint64            `json:"fuel_used"`
-	MemoryPeakBytes uint64            `json:"memory_peak_bytes"`
-	HostCalls       []wasmpy.HostCall `json:"host_calls"`
-	HostCallsTotal  int               `json:"host_calls_total"`
-	StartedAt       time.Time         `json:"started_at"`
-	FinishedAt      *time.Time        `json:"finished_at"` // nil while running, or if interrupted
-}
-
-// Recorder stores provenance. Begin is called before the run, with Outcome
-// "running"; Finish after it with the complete record; Get looks one up by
-// execution id, or fails with ErrNoRecord. A store that survives a crash
-// marks records left running as interrupted.
-type Recorder interface {
-	Begin(ctx context.Context, rec *Record) error
-	Finish(ctx context.Context, rec *Record) error
-	Get(ctx context.Context, id string) (*Record, error)
-}
-
-// ErrNoRecord is the error for an execution id with no record.
-var ErrNoRecord = errors.New("skills: no such execution")
-
 // ExecutorConfig configures an Executor.
 type ExecutorConfig struct {
 	// Sandbox configures the one sandbox every run shares: interpreter,
 	// cache, LLM, default limits. Its Grants must be empty: a skill's run is
 	// granted what its safety flags ask for, and raw code submit_result.
 	Sandbox wasmpy.Config
-	// Store records provenance; nil records none.
-	Store Recorder
+	// Store records provenance (a provenance.Store is one); nil records
+	// none.
+	Store provenance.Recorder
 }
 
 // Executor runs skills, each run in a fresh instance of one sandbox with
@@ -141,10 +90,11 @@ func (e *Executor) Interpreter() wasmpy.InterpreterInfo { return e.sb.Interprete
 // LoadOptions.AllowExternalCalls.
 func (e *Executor) AllowsExternalCalls() bool { return e.cfg.Sandbox.LLM.BaseURL != "" }
 
-// Lookup returns the provenance record of an execution, or ErrNoRecord.
-func (e *Executor) Lookup(ctx context.Context, id string) (*Record, error) {
-	if e.cfg.Store == nil || !ValidID(id) {
-		return nil, ErrNoRecord
+// Lookup returns the provenance record of an execution, or
+// provenance.ErrNotFound.
+func (e *Executor) Lookup(ctx context.Context, id string) (*provenance.Record, error) {
+	if e.cfg.Store == nil || !provenance.ValidID(id) {
+		return nil, provenance.ErrNotFound
 	}
 	return e.cfg.Store.Get(ctx, id)
 }
@@ -164,7 +114,7 @@ type Request struct {
 
 // Execution is how one execution went.
 type Execution struct {
-	Record *Record
+	Record *provenance.Record
 	// Result is the run, the record every caller shares; Result.Result is
 	// the handler's return value.
 	Result *wasmpy.Result
@@ -195,7 +145,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{Skill: s.Name, Version: s.Version, ActorID: req.ActorID, ActorType: req.ActorType,
+	rec := &provenance.Record{Kind: provenance.KindSkill, Skill: s.Name, Version: s.Version, ActorID: req.ActorID, ActorType: req.ActorType,
 		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash}
 	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: bytes.NewReader(stdin), Limits: s.Limits, Grants: s.Grants()}
 	return e.run(ctx, rec, job, func(x *Execution) {
@@ -229,9 +179,9 @@ func (s *Skill) Check(req Request) (inputsHash string, err error) {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	inputsHash, err = Hash(args)
+	inputsHash, err = provenance.Hash(args)
 	if err != nil {
-		return "", &Error{Code: CodeInvalidInput, Message: "args: " + strings.TrimPrefix(err.Error(), "skills: canonical JSON: ")}
+		return "", &Error{Code: CodeInvalidInput, Message: "args: " + strings.TrimPrefix(err.Error(), "provenance: canonical JSON: ")}
 	}
 	vs, err := s.ValidateInput(args)
 	if err != nil {
@@ -273,11 +223,12 @@ func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error
 	if err != nil {
 		return nil, err
 	}
-	inputsHash, err := Hash(in)
+	inputsHash, err := provenance.Hash(in)
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{ActorID: req.ActorID, ActorType: req.ActorType, CodeHash: HashBytes([]byte(req.Code)), InputsHash: inputsHash}
+	rec := &provenance.Record{Kind: provenance.KindExec, ActorID: req.ActorID, ActorType: req.ActorType,
+		CodeHash: provenance.HashBytes([]byte(req.Code)), InputsHash: inputsHash}
 	job := wasmpy.Job{Code: req.Code, Filename: "<exec>", Args: req.Args, Stdin: strings.NewReader(req.Stdin), Limits: req.Limits,
 		Stdout: req.Stdout, Stderr: req.Stderr,
 		Grants: []wasmpy.Capability{wasmpy.SubmitResult}}
@@ -286,14 +237,14 @@ func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error
 
 // run records rec as running, runs job, classifies the outcome (check may
 // add an output error), and completes rec.
-func (e *Executor) run(ctx context.Context, rec *Record, job wasmpy.Job, check func(*Execution)) (*Execution, error) {
-	rec.ExecutionID = NewID()
-	rec.Interpreter = e.sb.Interpreter()
-	rec.Packages = e.sb.Packages()
-	rec.Limits = limitsInfo(e.applied(job.Limits))
-	rec.Outcome = OutcomeRunning
-	rec.StartedAt = time.Now().UTC()
-	rec.HostCalls = []wasmpy.HostCall{}
+func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.Job, check func(*Execution)) (*Execution, error) {
+	rec.ExecutionID = provenance.NewID()
+	rec.Interpreter = provenance.Interpreter(e.sb.Interpreter())
+	rec.Packages = packageSets(e.sb.Packages())
+	rec.Limits = provenance.Limits(limitsInfo(e.applied(job.Limits)))
+	rec.Outcome = provenance.OutcomeRunning
+	rec.StartedAt = now()
+	rec.HostCalls = []provenance.HostCall{}
 	if e.cfg.Store != nil {
 		if err := e.cfg.Store.Begin(ctx, rec); err != nil {
 			return nil, fmt.Errorf("skills: recording provenance: %w", err)
@@ -303,7 +254,7 @@ func (e *Executor) run(ctx context.Context, rec *Record, job wasmpy.Job, check f
 	if runErr == nil && res.Error != nil && res.Error.Kind == wasmpy.KindInterrupted && ctx.Err() != nil {
 		runErr = ctx.Err() // the caller went away
 	}
-	finished := time.Now().UTC()
+	finished := now()
 	rec.FinishedAt = &finished
 	x := &Execution{Record: rec, Result: res}
 	if runErr != nil {
@@ -311,7 +262,7 @@ func (e *Executor) run(ctx context.Context, rec *Record, job wasmpy.Job, check f
 		case errors.Is(runErr, context.DeadlineExceeded): // the caller's deadline passed before the run began
 			rec.Outcome = string(wasmpy.KindTimeout)
 		case ctx.Err() != nil:
-			rec.Outcome = OutcomeCanceled
+			rec.Outcome = provenance.OutcomeCanceled
 		default:
 			rec.Outcome = string(wasmpy.KindInternal)
 		}
@@ -321,17 +272,17 @@ func (e *Executor) run(ctx context.Context, rec *Record, job wasmpy.Job, check f
 			check(x)
 		}
 		rec.DurationMS, rec.FuelUsed, rec.MemoryPeakBytes = res.DurationMS, res.FuelUsed, res.MemoryPeakBytes
-		rec.HostCalls, rec.HostCallsTotal = res.HostCalls, res.HostCallsTotal
+		rec.HostCalls, rec.HostCallsTotal = hostCalls(res.HostCalls), res.HostCallsTotal
 		switch {
 		case x.Error == nil:
-			rec.Outcome = OutcomeOK
+			rec.Outcome = provenance.OutcomeOK
 		case x.Error.Code == CodeInvalidOutput:
-			rec.Outcome, rec.Error = OutcomeInvalidOutput, x.Error.Message
+			rec.Outcome, rec.Error = provenance.OutcomeInvalidOutput, x.Error.Message
 		default:
 			rec.Outcome, rec.Error = string(x.Error.Kind), recordError(res.Error)
 		}
 		if res.Error == nil { // the handler returned: hash what it returned
-			if h, err := Hash(res.Result); err == nil {
+			if h, err := provenance.Hash(res.Result); err == nil {
 				rec.OutputsHash = h
 			}
 		}
@@ -381,16 +332,22 @@ func recordError(f *wasmpy.Error) string {
 	return f.Message
 }
 
-var idRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+// now is the time a record holds: UTC, to the microsecond, which every
+// store keeps.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
-// NewID returns a random (version 4) UUID, in lowercase.
-func NewID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40 // version 4
-	b[8] = b[8]&0x3f | 0x80 // RFC 9562 variant
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+func packageSets(sets []wasmpy.PackageSet) []provenance.PackageSet {
+	out := make([]provenance.PackageSet, len(sets))
+	for i, s := range sets {
+		out[i] = provenance.PackageSet(s)
+	}
+	return out
 }
 
-// ValidID reports whether s is an execution id as NewID makes them.
-func ValidID(s string) bool { return idRE.MatchString(s) }
+func hostCalls(calls []wasmpy.HostCall) []provenance.HostCall {
+	out := make([]provenance.HostCall, len(calls))
+	for i, c := range calls {
+		out[i] = provenance.HostCall(c)
+	}
+	return out
+}

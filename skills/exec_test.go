@@ -15,6 +15,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -30,21 +31,21 @@ func requireCapabilities(t *testing.T, ex *skills.Executor) {
 // memRecorder keeps records in memory and remembers what Begin saw.
 type memRecorder struct {
 	mu    sync.Mutex
-	began map[string]skills.Record
-	done  map[string]skills.Record
+	began map[string]provenance.Record
+	done  map[string]provenance.Record
 }
 
-func (m *memRecorder) Begin(_ context.Context, r *skills.Record) error {
+func (m *memRecorder) Begin(_ context.Context, r *provenance.Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.began == nil {
-		m.began, m.done = map[string]skills.Record{}, map[string]skills.Record{}
+		m.began, m.done = map[string]provenance.Record{}, map[string]provenance.Record{}
 	}
 	m.began[r.ExecutionID] = *r
 	return nil
 }
 
-func (m *memRecorder) Finish(_ context.Context, r *skills.Record) error {
+func (m *memRecorder) Finish(_ context.Context, r *provenance.Record) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.began[r.ExecutionID]; !ok {
@@ -54,7 +55,7 @@ func (m *memRecorder) Finish(_ context.Context, r *skills.Record) error {
 	return nil
 }
 
-func (m *memRecorder) Get(_ context.Context, id string) (*skills.Record, error) {
+func (m *memRecorder) Get(_ context.Context, id string) (*provenance.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.done[id]; ok {
@@ -63,7 +64,7 @@ func (m *memRecorder) Get(_ context.Context, id string) (*skills.Record, error) 
 	if r, ok := m.began[id]; ok {
 		return &r, nil
 	}
-	return nil, skills.ErrNoRecord
+	return nil, provenance.ErrNotFound
 }
 
 var (
@@ -223,9 +224,9 @@ func TestExecuteOutcomes(t *testing.T) {
 		require.Equal(t, skills.CodeInvalidOutput, x.Error.Code)
 		require.Equal(t, "/count", *x.Error.Pointer)
 		require.Contains(t, x.Error.Message, "want integer")
-		require.Equal(t, skills.OutcomeInvalidOutput, x.Record.Outcome)
+		require.Equal(t, provenance.OutcomeInvalidOutput, x.Record.Outcome)
 		require.JSONEq(t, `{"count": "three"}`, string(x.Result.Result), "the bad output is still shown")
-		h, _ := skills.Hash(x.Result.Result)
+		h, _ := provenance.Hash(x.Result.Result)
 		require.Equal(t, h, x.Record.OutputsHash)
 	})
 	t.Run("output not JSON", func(t *testing.T) {
@@ -233,7 +234,7 @@ func TestExecuteOutcomes(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, skills.CodeInvalidOutput, x.Error.Code)
 		require.Contains(t, x.Error.Message, "not JSON")
-		require.Equal(t, skills.OutcomeInvalidOutput, x.Record.Outcome)
+		require.Equal(t, provenance.OutcomeInvalidOutput, x.Record.Outcome)
 		require.Empty(t, x.Record.OutputsHash)
 	})
 	t.Run("approval", func(t *testing.T) {
@@ -313,7 +314,7 @@ func TestExecuteOutcomes(t *testing.T) {
 		defer rec.mu.Unlock()
 		for id, r := range rec.began {
 			if r.Skill == "spin" {
-				require.Equal(t, skills.OutcomeCanceled, rec.done[id].Outcome)
+				require.Equal(t, provenance.OutcomeCanceled, rec.done[id].Outcome)
 			}
 		}
 	})
@@ -331,18 +332,19 @@ func TestProvenanceRecord(t *testing.T) {
 	require.NoError(t, err)
 
 	r := a.Record
-	require.True(t, skills.ValidID(r.ExecutionID))
+	require.True(t, provenance.ValidID(r.ExecutionID))
 	require.NotEqual(t, r.ExecutionID, b.Record.ExecutionID)
+	require.Equal(t, provenance.KindSkill, r.Kind)
 	require.Equal(t, "echo", r.Skill)
 	require.Equal(t, "0.1.0", r.Version)
 	require.Equal(t, "tester", r.ActorID)
 	require.Equal(t, "test", r.ActorType)
 	s, _ := reg.Get("echo")
 	require.Equal(t, s.CodeHash, r.CodeHash)
-	require.Equal(t, ex.Interpreter(), r.Interpreter)
+	require.Equal(t, provenance.Interpreter(ex.Interpreter()), r.Interpreter)
 	require.Len(t, r.Interpreter.SHA256, 64)
-	require.Equal(t, skills.LimitsInfo{TimeoutMS: 10000, MemoryBytes: wasmpy.DefaultLimits().Memory, OutputBytes: wasmpy.DefaultLimits().Output}, r.Limits)
-	require.Equal(t, skills.OutcomeOK, r.Outcome)
+	require.Equal(t, provenance.Limits{TimeoutMS: 10000, MemoryBytes: wasmpy.DefaultLimits().Memory, OutputBytes: wasmpy.DefaultLimits().Output}, r.Limits)
+	require.Equal(t, provenance.OutcomeOK, r.Outcome)
 	require.Empty(t, r.Error)
 	require.Greater(t, r.DurationMS, 0.0)
 	require.Greater(t, r.MemoryPeakBytes, uint64(0))
@@ -354,24 +356,24 @@ func TestProvenanceRecord(t *testing.T) {
 	// Equal inputs hash equally whatever their spelling; a change changes the hash.
 	require.Equal(t, r.InputsHash, b.Record.InputsHash)
 	require.NotEqual(t, r.InputsHash, c.Record.InputsHash)
-	want, _ := skills.Hash([]byte(`{"count":2,"message":"hi"}`))
+	want, _ := provenance.Hash([]byte(`{"count":2,"message":"hi"}`))
 	require.Equal(t, want, r.InputsHash)
 	require.Equal(t, r.OutputsHash, b.Record.OutputsHash)
 	require.NotEqual(t, r.OutputsHash, c.Record.OutputsHash)
-	out, _ := skills.Hash(a.Result.Result)
+	out, _ := provenance.Hash(a.Result.Result)
 	require.Equal(t, out, r.OutputsHash)
 
 	// The store saw the record running before the run, complete after.
 	got, err := ex.Lookup(context.Background(), r.ExecutionID)
 	require.NoError(t, err)
 	require.Equal(t, r, got)
-	_, err = ex.Lookup(context.Background(), skills.NewID())
-	require.ErrorIs(t, err, skills.ErrNoRecord)
+	_, err = ex.Lookup(context.Background(), provenance.NewID())
+	require.ErrorIs(t, err, provenance.ErrNotFound)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	require.Equal(t, skills.OutcomeRunning, rec.began[r.ExecutionID].Outcome)
+	require.Equal(t, provenance.OutcomeRunning, rec.began[r.ExecutionID].Outcome)
 	require.Nil(t, rec.began[r.ExecutionID].FinishedAt)
-	require.Equal(t, skills.OutcomeOK, rec.done[r.ExecutionID].Outcome)
+	require.Equal(t, provenance.OutcomeOK, rec.done[r.ExecutionID].Outcome)
 }
 
 func TestExecRawCode(t *testing.T) {
@@ -381,7 +383,8 @@ func TestExecRawCode(t *testing.T) {
 	require.Nil(t, x.Error)
 	require.JSONEq(t, `{"n": 3, "argv": ["z"]}`, string(x.Result.Result))
 	require.Equal(t, "", x.Record.Skill)
-	require.Equal(t, skills.HashBytes([]byte("import sys\nsubmit_result({'n': len(sys.stdin.read()), 'argv': sys.argv[1:]})")), x.Record.CodeHash)
+	require.Equal(t, provenance.KindExec, x.Record.Kind)
+	require.Equal(t, provenance.HashBytes([]byte("import sys\nsubmit_result({'n': len(sys.stdin.read()), 'argv': sys.argv[1:]})")), x.Record.CodeHash)
 
 	// Raw code gets no workspace and no LLM.
 	x, err = ex.Exec(context.Background(), skills.ExecRequest{Code: "read_file('x')"})

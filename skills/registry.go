@@ -23,6 +23,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/internal/jsonschema"
+	"github.com/wasmpy/wasmpy/provenance"
 )
 
 // The files of a skill directory.
@@ -320,7 +321,7 @@ func (l *loader) check(ctx context.Context, c *candidate) {
 		if err != nil {
 			c.fail(l, file, "%v (handler %q)", err, s.Handler)
 		} else {
-			s.Source, s.CodeHash = string(src), HashBytes(src)
+			s.Source, s.CodeHash = string(src), provenance.HashBytes(src)
 		}
 	}
 	if len(c.problems) > 0 || ctx.Err() != nil {

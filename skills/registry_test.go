@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -81,7 +82,7 @@ func TestLoadExamples(t *testing.T) {
 			require.Equal(t, "1.0.0", s.Version)
 			require.Equal(t, "handler.summarize", s.Handler)
 			require.Len(t, s.CodeHash, 64)
-			require.Equal(t, skills.HashBytes([]byte(s.Source)), s.CodeHash)
+			require.Equal(t, provenance.HashBytes([]byte(s.Source)), s.CodeHash)
 			require.False(t, s.NeedsApproval())
 			require.Equal(t, []wasmpy.Capability{wasmpy.SubmitResult}, s.Grants())
 			info := s.Info()

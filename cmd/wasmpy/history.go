@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -11,8 +12,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/wasmpy/wasmpy/skills"
-	"github.com/wasmpy/wasmpy/skills/store"
+	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/provenance/stores"
 )
 
 func filterFlags() []cli.Flag {
@@ -51,8 +52,8 @@ func statsCommand() *cli.Command {
 }
 
 // filter reads the filter flags.
-func filter(c *cli.Context) (store.Filter, error) {
-	f := store.Filter{Skill: c.String("skill"), Outcome: c.String("outcome"), ActorID: c.String("actor"), Limit: c.Int("limit")}
+func filter(c *cli.Context) (provenance.Filter, error) {
+	f := provenance.Filter{Skill: c.String("skill"), Outcome: c.String("outcome"), ActorID: c.String("actor"), Limit: c.Int("limit")}
 	if c.Int("limit") < 0 {
 		return f, usageErr("--limit must not be negative")
 	}
@@ -84,21 +85,21 @@ func skillName(s string) string {
 
 // queryStore parses the flags of a command that queries the store (it takes
 // no arguments; hint says what the user may have meant) and opens the store.
-func queryStore(c *cli.Context, hint string) (*cli.Context, *store.Store, store.Filter, error) {
+func queryStore(c *cli.Context, hint string) (*cli.Context, stores.Store, provenance.Filter, error) {
 	c, err := reparse(c)
 	if err != nil {
-		return nil, nil, store.Filter{}, err
+		return nil, nil, provenance.Filter{}, err
 	}
 	if c.Args().Present() {
-		return nil, nil, store.Filter{}, usageErr("%s: unexpected argument %q%s", c.Command.Name, c.Args().First(), hint)
+		return nil, nil, provenance.Filter{}, usageErr("%s: unexpected argument %q%s", c.Command.Name, c.Args().First(), hint)
 	}
 	f, err := filter(c)
 	if err != nil {
-		return nil, nil, store.Filter{}, err
+		return nil, nil, provenance.Filter{}, err
 	}
 	st, err := openStore(c)
 	if err != nil {
-		return nil, nil, store.Filter{}, err
+		return nil, nil, provenance.Filter{}, err
 	}
 	return c, st, f, nil
 }
@@ -146,7 +147,7 @@ func historyShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if !skills.ValidID(id) {
+	if !provenance.ValidID(id) {
 		return usageErr("history show: %q is not an execution id (a UUID such as 3f2c...-...)", id)
 	}
 	st, err := openStore(c)
@@ -156,8 +157,8 @@ func historyShow(c *cli.Context) error {
 	defer st.Close()
 	r, err := st.Get(c.Context, id)
 	if err != nil {
-		if err == store.ErrNotFound {
-			return &exitError{code: 1, msg: fmt.Sprintf("no execution %s in %s", id, st.Path())}
+		if errors.Is(err, provenance.ErrNotFound) {
+			return &exitError{code: 1, msg: fmt.Sprintf("no execution %s in %s", id, st.Where())}
 		}
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
 	}
@@ -168,7 +169,7 @@ func historyShow(c *cli.Context) error {
 	return nil
 }
 
-func printRecord(w io.Writer, r *skills.Record) {
+func printRecord(w io.Writer, r *provenance.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	finished := "-"
 	if r.FinishedAt != nil {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/skills"
-	"github.com/wasmpy/wasmpy/skills/store"
+	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/provenance/stores"
 )
 
 func TestHistoryAndStats(t *testing.T) {
@@ -36,7 +36,7 @@ func TestHistoryAndStats(t *testing.T) {
 
 	code, out, _ = wasmpyCLI(t, "", "history", "--db", db, "--json", "--skill", "echo", "--limit", "1")
 	require.Equal(t, 0, code)
-	var recs []skills.Record
+	var recs []provenance.Record
 	require.NoError(t, json.Unmarshal([]byte(out), &recs))
 	require.Len(t, recs, 1)
 	require.Equal(t, "echo", recs[0].Skill)
@@ -55,7 +55,7 @@ func TestHistoryAndStats(t *testing.T) {
 	require.Regexp(t, `interpreter:\s+\S+ \S+ sha256:[0-9a-f]{64}`, out)
 	code, out, _ = wasmpyCLI(t, "", "history", "show", "--json", "--db", db, id)
 	require.Equal(t, 0, code)
-	var rec skills.Record
+	var rec provenance.Record
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	require.Equal(t, recs[0], rec)
 
@@ -66,7 +66,7 @@ func TestHistoryAndStats(t *testing.T) {
 	require.Regexp(t, `(?m)^echo\s+2\s+100\.0%\s+\S+ms\s+\S+ms\s+ok=2$`, out)
 	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db, "--json", "--skill", "echo")
 	require.Equal(t, 0, code)
-	var stats []store.SkillStats
+	var stats []provenance.Stats
 	require.NoError(t, json.Unmarshal([]byte(out), &stats))
 	require.Len(t, stats, 1)
 	require.Equal(t, 2, stats[0].Total)
@@ -82,14 +82,22 @@ func TestHistoryAndStats(t *testing.T) {
 		{[]string{"history", "--db", db, "--limit", "-1"}, exitUsage, "--limit"},
 		{[]string{"history", "--db", db, "extra"}, exitUsage, "did you mean: history show ID"},
 		{[]string{"history", "show", "--db", db, "not-an-id"}, exitUsage, "not an execution id"},
-		{[]string{"history", "show", "--db", db, skills.NewID()}, 1, "no execution"},
+		{[]string{"history", "show", "--db", db, provenance.NewID()}, 1, "no execution"},
 		{[]string{"history", "show", "--db", db}, exitUsage, "missing ID"},
 		{[]string{"stats", "--db", db, "extra"}, exitUsage, "unexpected argument"},
-		{[]string{"stats", "--db", t.TempDir()}, exitWasmpy, "store"},
+		{[]string{"stats", "--db", t.TempDir()}, exitWasmpy, "provenance"},
+		// A URL is never taken for a file path (it used to create ./mysql:/).
+		{[]string{"history", "--db", "mysql://u@h/db"}, exitUsage, `--db: unsupported database: URL scheme "mysql"`},
+		{[]string{"stats", "--db", "sqlite://p.db"}, exitUsage, `URL scheme "sqlite"`},
+		{[]string{"history", "show", "--db", "file:p.db", provenance.NewID()}, exitUsage, "plain path"},
 	} {
 		code, _, errOut := wasmpyCLI(t, "", tc.args...)
 		require.Equal(t, tc.code, code, "%v: %s", tc.args, errOut)
 		require.Contains(t, errOut, tc.msg, tc.args)
+	}
+	for _, made := range []string{"mysql:", "sqlite:", "file:p.db"} {
+		require.NoFileExists(t, made)
+		require.NoDirExists(t, made)
 	}
 }
 
@@ -122,11 +130,11 @@ func TestHistorySurvivesKill(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	defer cmd.Process.Kill()
 
-	st, err := store.Open(context.Background(), db)
+	st, err := stores.Open(context.Background(), db)
 	require.NoError(t, err)
-	var running *skills.Record
+	var running *provenance.Record
 	require.Eventually(t, func() bool {
-		recs, err := st.List(context.Background(), store.Filter{Skill: "spin"})
+		recs, err := st.List(context.Background(), provenance.Filter{Skill: "spin"})
 		require.NoError(t, err)
 		if len(recs) == 1 {
 			running = recs[0]
@@ -134,21 +142,21 @@ func TestHistorySurvivesKill(t *testing.T) {
 		return running != nil
 	}, time.Minute, 20*time.Millisecond)
 	require.NoError(t, st.Close())
-	require.Equal(t, skills.OutcomeRunning, running.Outcome, "a live process's record stays running when another opens the store")
+	require.Equal(t, provenance.OutcomeRunning, running.Outcome, "a live process's record stays running when another opens the store")
 
 	require.NoError(t, cmd.Process.Kill())
 	cmd.Wait()
 
 	code, out, errOut := wasmpyCLI(t, "", "history", "--db", db, "--json")
 	require.Equal(t, 0, code, errOut)
-	var recs []skills.Record
+	var recs []provenance.Record
 	require.NoError(t, json.Unmarshal([]byte(out), &recs))
 	require.Len(t, recs, 2)
 	require.Equal(t, "spin", recs[0].Skill)
-	require.Equal(t, skills.OutcomeInterrupted, recs[0].Outcome)
+	require.Equal(t, provenance.OutcomeInterrupted, recs[0].Outcome)
 	require.Nil(t, recs[0].FinishedAt)
 	require.Equal(t, "echo", recs[1].Skill)
-	require.Equal(t, skills.OutcomeOK, recs[1].Outcome, "what was committed before the kill is intact")
+	require.Equal(t, provenance.OutcomeOK, recs[1].Outcome, "what was committed before the kill is intact")
 
 	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db)
 	require.Equal(t, 0, code)

@@ -92,7 +92,7 @@ func serveAction(c *cli.Context) error {
 	}
 	defer st.Close()
 	if n := st.Interrupted(); n > 0 {
-		log.Warn("marked runs left by a dead process as interrupted", "count", n, "db", st.Path())
+		log.Warn("marked runs left by a dead process as interrupted", "count", n, "db", st.Where())
 	}
 	ex, err := newExecutor(c, st, lim)
 	if err != nil {
@@ -132,7 +132,7 @@ func serveAction(c *cli.Context) error {
 		return err
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "loading_skills", len(reg.Pending()),
-		"db", st.Path(), "auth", len(tokens) > 0, "exec", c.Bool("enable-exec"), "interpreter", ex.Interpreter().Kind)
+		"db", st.Where(), "auth", len(tokens) > 0, "exec", c.Bool("enable-exec"), "interpreter", ex.Interpreter().Kind)
 	if err := svc.Serve(ctx, ln, c.Duration("shutdown-timeout")); err != nil {
 		return &exitError{code: exitWasmpy, msg: fmt.Sprintf("serve: %v", err)}
 	}

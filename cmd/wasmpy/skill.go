@@ -13,8 +13,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/provenance/stores"
 	"github.com/wasmpy/wasmpy/skills"
-	"github.com/wasmpy/wasmpy/skills/store"
 )
 
 // Flags shared by the skill, serve, history and stats commands.
@@ -22,7 +23,7 @@ var (
 	skillsFlag = &cli.StringFlag{Name: "skills", EnvVars: []string{"WASMPY_SKILLS"},
 		Usage: "`DIR` of skills, one per subdirectory (default: the built-in examples)"}
 	dbFlag = &cli.StringFlag{Name: "db", EnvVars: []string{"WASMPY_DB"},
-		Usage: "provenance database `PATH` (default: wasmpy/provenance.db under the user's data dir)"}
+		Usage: "provenance database: a SQLite file `PATH` or a postgres://USER@HOST/DB URL (default: wasmpy/provenance.db under the user's data dir)"}
 	jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON"}
 )
 
@@ -80,7 +81,7 @@ func skillCommand() *cli.Command {
 
 // newExecutor opens the sandbox skills run in, recording into st (may be
 // nil); lim are the limits of skills that set none.
-func newExecutor(c *cli.Context, st *store.Store, lim wasmpy.Limits) (*skills.Executor, error) {
+func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits) (*skills.Executor, error) {
 	cfg, err := sandboxConfig(c)
 	if err != nil {
 		return nil, err
@@ -319,9 +320,9 @@ func skillRun(c *cli.Context) error {
 	w, ew := c.App.Writer, c.App.ErrWriter
 	if c.Bool("json") {
 		if err := writeIndented(w, struct {
-			Error      *skills.Error  `json:"error,omitempty"`
-			Result     *wasmpy.Result `json:"result"`
-			Provenance *skills.Record `json:"provenance"`
+			Error      *skills.Error      `json:"error,omitempty"`
+			Result     *wasmpy.Result     `json:"result"`
+			Provenance *provenance.Record `json:"provenance"`
 		}{x.Error, x.Result, x.Record}); err != nil {
 			return err
 		}
@@ -374,8 +375,11 @@ func readArgs(c *cli.Context) (json.RawMessage, error) {
 	return b, nil
 }
 
-func openStore(c *cli.Context) (*store.Store, error) {
-	st, err := store.Open(c.Context, c.String("db"))
+func openStore(c *cli.Context) (stores.Store, error) {
+	st, err := stores.Open(c.Context, c.String("db"))
+	if errors.Is(err, stores.ErrUnsupported) {
+		return nil, usageErr("--db: %s", strings.TrimPrefix(err.Error(), "provenance: "))
+	}
 	if err != nil {
 		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -122,8 +123,8 @@ func TestSkillRun(t *testing.T) {
 	code, out, errOut = wasmpyCLI(t, "", "skill", "run", "echo", "--skills", testSkills, "--db", db, "--json", "--actor-id", "ci", "--args", `{"message": "x"}`)
 	require.Equal(t, 0, code, errOut)
 	var full struct {
-		Result     map[string]any `json:"result"`
-		Provenance skills.Record  `json:"provenance"`
+		Result     map[string]any    `json:"result"`
+		Provenance provenance.Record `json:"provenance"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &full))
 	require.Equal(t, "ok", full.Provenance.Outcome)

@@ -11,9 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/skills"
-	"github.com/wasmpy/wasmpy/skills/store"
+	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/provenance/stores"
 )
 
 func TestClean(t *testing.T) {
@@ -56,11 +55,11 @@ func TestWriteIndentedEscapes(t *testing.T) {
 // history, history show or stats, nor forge a row.
 func TestHistoryEscapesWhatCameFromRequests(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "p.db")
-	st, err := store.Open(context.Background(), db)
+	st, err := stores.Open(context.Background(), db)
 	require.NoError(t, err)
 	started := time.Now().UTC()
-	rec := &skills.Record{ExecutionID: skills.NewID(), Skill: "echo\x1b[2J", Version: "1.0.0\nFAKE", ActorID: "evil\x1b]0;PWNED\x07\x1b[2J",
-		ActorType: "agent\nFAKE LINE", Outcome: skills.OutcomeRunning, StartedAt: started, HostCalls: []wasmpy.HostCall{}}
+	rec := &provenance.Record{ExecutionID: provenance.NewID(), Skill: "echo\x1b[2J", Version: "1.0.0\nFAKE", ActorID: "evil\x1b]0;PWNED\x07\x1b[2J",
+		ActorType: "agent\nFAKE LINE", Outcome: provenance.OutcomeRunning, StartedAt: started, HostCalls: []provenance.HostCall{}}
 	require.NoError(t, st.Begin(context.Background(), rec))
 	rec.Outcome, rec.Error, rec.FinishedAt = "exception\x1b[31m", "Boom\u202e\x07", &started
 	require.NoError(t, st.Finish(context.Background(), rec))

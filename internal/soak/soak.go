@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/provenance/stores"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -14,8 +16,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/wasmpy/wasmpy/skills/store"
 )
 
 // client is what the workers share: the server's address and token, and
@@ -319,7 +319,7 @@ func median(v []uint64) uint64 {
 // its record, finished, with the outcome its answer gave, and none is left
 // running.
 func (r *report) checkStore(ctx context.Context, db string) {
-	st, err := store.Open(ctx, db)
+	st, err := stores.Open(ctx, db)
 	if err != nil {
 		r.fail("store", "opening %s: %v", db, err)
 		return
@@ -344,7 +344,7 @@ func (r *report) checkStore(ctx context.Context, db string) {
 			r.fail("record unfinished", "%s", id)
 		}
 	}
-	stats, err := st.Stats(ctx, store.Filter{})
+	stats, err := st.Stats(ctx, provenance.Filter{})
 	if err != nil {
 		r.fail("store", "stats: %v", err)
 		return

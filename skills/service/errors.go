@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -55,9 +56,9 @@ var statusOf = map[string]int{
 
 // errorBody is every error response: {"error": {...}}, maybe with the run.
 type errorBody struct {
-	Error      *skills.Error  `json:"error"`
-	Result     *wasmpy.Result `json:"result,omitempty"`
-	Provenance *skills.Record `json:"provenance,omitempty"`
+	Error      *skills.Error      `json:"error"`
+	Result     *wasmpy.Result     `json:"result,omitempty"`
+	Provenance *provenance.Record `json:"provenance,omitempty"`
 }
 
 // failedRun is a run that went wrong, as an error: the execution carries

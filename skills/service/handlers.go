@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -72,7 +73,7 @@ func (s *Service) getExecution(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	rec, err := s.cfg.Executor.Lookup(r.Context(), id)
 	switch {
-	case errors.Is(err, skills.ErrNoRecord):
+	case errors.Is(err, provenance.ErrNotFound):
 		return fail(CodeUnknownExecution, "no execution %q", id)
 	case err != nil:
 		return err
@@ -85,9 +86,9 @@ func (s *Service) getExecution(w http.ResponseWriter, r *http.Request) error {
 // runResponse is a run's answer: {"result", "provenance"}, and "error" when
 // it failed.
 type runResponse struct {
-	Error      *skills.Error  `json:"error,omitempty"`
-	Result     *wasmpy.Result `json:"result"`
-	Provenance *skills.Record `json:"provenance"`
+	Error      *skills.Error      `json:"error,omitempty"`
+	Result     *wasmpy.Result     `json:"result"`
+	Provenance *provenance.Record `json:"provenance"`
 }
 
 func (s *Service) execute(w http.ResponseWriter, r *http.Request) error {

@@ -21,22 +21,23 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/provenance/stores"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
-	"github.com/wasmpy/wasmpy/skills/store"
 )
 
 var (
 	once     sync.Once
 	executor *skills.Executor
 	registry *skills.Registry
-	st       *store.Store
+	st       stores.Store
 	setupErr error
 )
 
 // fixtures are one Executor and the registry of testdata/skills plus the
 // examples and a skill with a short timeout, shared by the package's tests.
-func fixtures(t testing.TB) (*skills.Executor, *skills.Registry, *store.Store) {
+func fixtures(t testing.TB) (*skills.Executor, *skills.Registry, stores.Store) {
 	t.Helper()
 	once.Do(func() {
 		ctx := context.Background()
@@ -44,7 +45,7 @@ func fixtures(t testing.TB) (*skills.Executor, *skills.Registry, *store.Store) {
 		if setupErr = err; err != nil {
 			return
 		}
-		if st, setupErr = store.Open(ctx, filepath.Join(dir, "provenance.db")); setupErr != nil {
+		if st, setupErr = stores.Open(ctx, filepath.Join(dir, "provenance.db")); setupErr != nil {
 			return
 		}
 		executor, setupErr = skills.NewExecutor(ctx, skills.ExecutorConfig{
@@ -81,7 +82,7 @@ func fixtures(t testing.TB) (*skills.Executor, *skills.Registry, *store.Store) {
 
 type server struct {
 	*httptest.Server
-	store *store.Store
+	store stores.Store
 	logs  *syncBuffer
 }
 
@@ -231,7 +232,7 @@ func TestErrorStatuses(t *testing.T) {
 		{"unknown skill", "POST", "/skills/nope/execute", `{}`, 404, "unknown_skill", nil},
 		{"unknown skill info", "GET", "/skills/nope", ``, 404, "unknown_skill", nil},
 		{"unknown skill schema", "GET", "/skills/nope/schema", ``, 404, "unknown_skill", nil},
-		{"unknown execution", "GET", "/executions/" + skills.NewID(), ``, 404, "unknown_execution", nil},
+		{"unknown execution", "GET", "/executions/" + provenance.NewID(), ``, 404, "unknown_execution", nil},
 		{"bad execution id", "GET", "/executions/../../etc", ``, 404, "", nil},
 		{"malformed execution id", "GET", "/executions/1234", ``, 404, "unknown_execution", nil},
 		{"unknown route", "GET", "/nope", ``, 404, "not_found", nil},

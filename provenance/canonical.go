@@ -1,4 +1,4 @@
-package skills
+package provenance
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func Canonical(data []byte) ([]byte, error) {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("skills: canonical JSON: data after the value")
+		return nil, errors.New("provenance: canonical JSON: data after the value")
 	}
 	return buf.Bytes(), nil
 }
@@ -68,14 +68,14 @@ func HashBytes(b []byte) string {
 func canonicalValue(dec *json.Decoder, buf *bytes.Buffer, depth int) error {
 	tok, err := dec.Token()
 	if err != nil {
-		return fmt.Errorf("skills: canonical JSON: %w", err)
+		return fmt.Errorf("provenance: canonical JSON: %w", err)
 	}
 	return canonicalToken(dec, buf, tok, depth)
 }
 
 func canonicalToken(dec *json.Decoder, buf *bytes.Buffer, tok json.Token, depth int) error {
 	if depth > maxCanonicalDepth {
-		return fmt.Errorf("skills: canonical JSON: nested deeper than %d", maxCanonicalDepth)
+		return fmt.Errorf("provenance: canonical JSON: nested deeper than %d", maxCanonicalDepth)
 	}
 	switch t := tok.(type) {
 	case nil:
@@ -103,7 +103,7 @@ func canonicalToken(dec *json.Decoder, buf *bytes.Buffer, tok json.Token, depth 
 				}
 			}
 			if _, err := dec.Token(); err != nil { // ']'
-				return fmt.Errorf("skills: canonical JSON: %w", err)
+				return fmt.Errorf("provenance: canonical JSON: %w", err)
 			}
 			buf.WriteByte(']')
 		case '{':
@@ -116,11 +116,11 @@ func canonicalToken(dec *json.Decoder, buf *bytes.Buffer, tok json.Token, depth 
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
-					return fmt.Errorf("skills: canonical JSON: %w", err)
+					return fmt.Errorf("provenance: canonical JSON: %w", err)
 				}
 				key := kt.(string)
 				if seen[key] {
-					return fmt.Errorf("skills: canonical JSON: duplicate key %q", key)
+					return fmt.Errorf("provenance: canonical JSON: duplicate key %q", key)
 				}
 				seen[key] = true
 				var vb bytes.Buffer
@@ -130,7 +130,7 @@ func canonicalToken(dec *json.Decoder, buf *bytes.Buffer, tok json.Token, depth 
 				members = append(members, member{key, vb.Bytes()})
 			}
 			if _, err := dec.Token(); err != nil { // '}'
-				return fmt.Errorf("skills: canonical JSON: %w", err)
+				return fmt.Errorf("provenance: canonical JSON: %w", err)
 			}
 			slices.SortFunc(members, func(a, b member) int { return compareUTF16(a.key, b.key) })
 			buf.WriteByte('{')
@@ -144,7 +144,7 @@ func canonicalToken(dec *json.Decoder, buf *bytes.Buffer, tok json.Token, depth 
 			}
 			buf.WriteByte('}')
 		default:
-			return fmt.Errorf("skills: canonical JSON: unexpected %v", t)
+			return fmt.Errorf("provenance: canonical JSON: unexpected %v", t)
 		}
 	}
 	return nil
@@ -191,7 +191,7 @@ const maxExponent = 1e9
 // canonicalNumber rewrites a JSON number literal in ECMAScript's
 // Number::toString layout, keeping its exact decimal value.
 func canonicalNumber(lit string) (string, error) {
-	bad := func() (string, error) { return "", fmt.Errorf("skills: canonical JSON: bad number %q", lit) }
+	bad := func() (string, error) { return "", fmt.Errorf("provenance: canonical JSON: bad number %q", lit) }
 	neg := strings.HasPrefix(lit, "-")
 	s := strings.TrimPrefix(lit, "-")
 	mant, expPart, hasExp := strings.Cut(strings.ToLower(s), "e")

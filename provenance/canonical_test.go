@@ -1,4 +1,4 @@
-package skills_test
+package provenance_test
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/provenance"
 )
 
 func TestCanonical(t *testing.T) {
@@ -24,14 +24,14 @@ func TestCanonical(t *testing.T) {
 		{`{}`, `{}`},
 		{`[]`, `[]`},
 	} {
-		got, err := skills.Canonical([]byte(tc.in))
+		got, err := provenance.Canonical([]byte(tc.in))
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, string(got), tc.in)
 	}
 	for _, bad := range []string{`{"a": 1, "a": 2}`, `{"a": 1} 2`, `[1,`, ``, `{"a" 1}`, strings.Repeat("[", 600) + strings.Repeat("]", 600),
 		// Exponents in bounds as written but not once normalised (found by FuzzCanonical).
 		`10E1000000000`, `0.01e-999999999`} {
-		_, err := skills.Canonical([]byte(bad))
+		_, err := provenance.Canonical([]byte(bad))
 		require.Error(t, err, bad)
 	}
 }
@@ -39,7 +39,7 @@ func TestCanonical(t *testing.T) {
 func TestHashEqualValuesHashEqually(t *testing.T) {
 	h := func(s string) string {
 		t.Helper()
-		v, err := skills.Hash([]byte(s))
+		v, err := provenance.Hash([]byte(s))
 		require.NoError(t, err)
 		require.Len(t, v, 64)
 		return v
@@ -69,12 +69,12 @@ func FuzzCanonical(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		c, err := skills.Canonical([]byte(s))
+		c, err := provenance.Canonical([]byte(s))
 		if err != nil {
 			return
 		}
 		// Canonical form is a fixed point.
-		c2, err := skills.Canonical(c)
+		c2, err := provenance.Canonical(c)
 		require.NoError(t, err)
 		require.Equal(t, string(c), string(c2))
 	})
@@ -83,11 +83,11 @@ func FuzzCanonical(f *testing.F) {
 func TestNewID(t *testing.T) {
 	seen := map[string]bool{}
 	for range 100 {
-		id := skills.NewID()
-		require.True(t, skills.ValidID(id), id)
+		id := provenance.NewID()
+		require.True(t, provenance.ValidID(id), id)
 		require.False(t, seen[id])
 		seen[id] = true
 	}
-	require.False(t, skills.ValidID("not-an-id"))
-	require.False(t, skills.ValidID(strings.ToUpper(skills.NewID())))
+	require.False(t, provenance.ValidID("not-an-id"))
+	require.False(t, provenance.ValidID(strings.ToUpper(provenance.NewID())))
 }

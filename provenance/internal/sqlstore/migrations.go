@@ -1,0 +1,184 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// The schema, one version at a time, in each dialect; the two lists describe
+// the same tables version for version. Add a version by appending to both.
+//
+//  1. executions (the records) and owners (the open stores).
+//  2. executions.packages: the package sets a run could import from.
+//  3. executions.kind, tier and the session columns; owners.heartbeat_at;
+//     sessions.
+var (
+	sqliteMigrations = []string{
+		`CREATE TABLE IF NOT EXISTS owners (
+			id         TEXT PRIMARY KEY,
+			pid        INTEGER NOT NULL,
+			host       TEXT NOT NULL,
+			started_at TEXT NOT NULL
+		);
+		CREATE TABLE IF NOT EXISTS executions (
+			execution_id      TEXT PRIMARY KEY,
+			owner             TEXT NOT NULL,
+			skill             TEXT NOT NULL,
+			version           TEXT NOT NULL,
+			actor_id          TEXT NOT NULL,
+			actor_type        TEXT NOT NULL,
+			approved          INTEGER NOT NULL,
+			code_hash         TEXT NOT NULL,
+			inputs_hash       TEXT NOT NULL,
+			outputs_hash      TEXT NOT NULL,
+			interpreter       TEXT NOT NULL, -- JSON {kind, version, sha256}
+			limits            TEXT NOT NULL, -- JSON, as applied
+			outcome           TEXT NOT NULL,
+			error             TEXT NOT NULL,
+			duration_ms       REAL NOT NULL,
+			fuel_used         INTEGER NOT NULL,
+			memory_peak_bytes INTEGER NOT NULL,
+			host_calls        TEXT NOT NULL, -- JSON list
+			host_calls_total  INTEGER NOT NULL,
+			started_at        TEXT NOT NULL, -- UTC, fixed width, so text order is time order
+			finished_at       TEXT
+		);
+		CREATE INDEX IF NOT EXISTS executions_by_time ON executions (started_at);
+		CREATE INDEX IF NOT EXISTS executions_by_skill ON executions (skill, started_at);
+		CREATE INDEX IF NOT EXISTS executions_running ON executions (owner) WHERE outcome = 'running';`,
+
+		// Layout 1 databases may predate the owners table.
+		`ALTER TABLE executions ADD COLUMN packages TEXT NOT NULL DEFAULT '[]';
+		CREATE TABLE IF NOT EXISTS owners (id TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL);`,
+
+		`ALTER TABLE executions ADD COLUMN kind TEXT NOT NULL DEFAULT 'skill';
+		UPDATE executions SET kind = 'exec' WHERE skill = '';
+		ALTER TABLE executions ADD COLUMN tier TEXT NOT NULL DEFAULT '';
+		ALTER TABLE executions ADD COLUMN session_id TEXT NOT NULL DEFAULT '';
+		ALTER TABLE executions ADD COLUMN turn INTEGER NOT NULL DEFAULT 0;
+		ALTER TABLE executions ADD COLUMN state_before TEXT NOT NULL DEFAULT '';
+		ALTER TABLE executions ADD COLUMN state_after TEXT NOT NULL DEFAULT '';
+		CREATE INDEX executions_by_kind ON executions (kind, started_at);
+		CREATE INDEX executions_by_session ON executions (session_id, turn) WHERE session_id <> '';
+		ALTER TABLE owners ADD COLUMN heartbeat_at TEXT NOT NULL DEFAULT '';
+		CREATE TABLE sessions (
+			id         TEXT PRIMARY KEY,
+			owner      TEXT NOT NULL,
+			turn       INTEGER NOT NULL,
+			state      BLOB NOT NULL,
+			state_hash TEXT NOT NULL,
+			size       INTEGER NOT NULL,
+			created_at TEXT NOT NULL,
+			updated_at TEXT NOT NULL
+		);
+		CREATE INDEX sessions_by_owner ON sessions (owner, updated_at);
+		CREATE INDEX sessions_by_update ON sessions (updated_at);`,
+	}
+
+	postgresMigrations = []string{
+		`CREATE TABLE owners (
+			id         text PRIMARY KEY,
+			pid        integer NOT NULL,
+			host       text NOT NULL,
+			started_at timestamptz NOT NULL
+		);
+		CREATE TABLE executions (
+			execution_id      text PRIMARY KEY,
+			owner             text NOT NULL,
+			skill             text NOT NULL,
+			version           text NOT NULL,
+			actor_id          text NOT NULL,
+			actor_type        text NOT NULL,
+			approved          boolean NOT NULL,
+			code_hash         text NOT NULL,
+			inputs_hash       text NOT NULL,
+			outputs_hash      text NOT NULL,
+			interpreter       jsonb NOT NULL,
+			limits            jsonb NOT NULL,
+			outcome           text NOT NULL,
+			error             text NOT NULL,
+			duration_ms       double precision NOT NULL,
+			fuel_used         bigint NOT NULL,
+			memory_peak_bytes bigint NOT NULL,
+			host_calls        jsonb NOT NULL,
+			host_calls_total  integer NOT NULL,
+			started_at        timestamptz NOT NULL,
+			finished_at       timestamptz
+		);
+		CREATE INDEX executions_by_time ON executions (started_at);
+		CREATE INDEX executions_by_skill ON executions (skill, started_at);
+		CREATE INDEX executions_running ON executions (owner) WHERE outcome = 'running';`,
+
+		`ALTER TABLE executions ADD COLUMN packages jsonb NOT NULL DEFAULT '[]';`,
+
+		`ALTER TABLE executions ADD COLUMN kind text NOT NULL DEFAULT 'skill';
+		UPDATE executions SET kind = 'exec' WHERE skill = '';
+		ALTER TABLE executions ADD COLUMN tier text NOT NULL DEFAULT '';
+		ALTER TABLE executions ADD COLUMN session_id text NOT NULL DEFAULT '';
+		ALTER TABLE executions ADD COLUMN turn integer NOT NULL DEFAULT 0;
+		ALTER TABLE executions ADD COLUMN state_before text NOT NULL DEFAULT '';
+		ALTER TABLE executions ADD COLUMN state_after text NOT NULL DEFAULT '';
+		CREATE INDEX executions_by_kind ON executions (kind, started_at);
+		CREATE INDEX executions_by_session ON executions (session_id, turn) WHERE session_id <> '';
+		ALTER TABLE owners ADD COLUMN heartbeat_at timestamptz NOT NULL DEFAULT now();
+		CREATE TABLE sessions (
+			id         text PRIMARY KEY,
+			owner      text NOT NULL,
+			turn       integer NOT NULL,
+			state      bytea NOT NULL,
+			state_hash text NOT NULL,
+			size       bigint NOT NULL,
+			created_at timestamptz NOT NULL,
+			updated_at timestamptz NOT NULL
+		);
+		CREATE INDEX sessions_by_owner ON sessions (owner, updated_at);
+		CREATE INDEX sessions_by_update ON sessions (updated_at);`,
+	}
+)
+
+// SQLite is the embedded dialect: the version is PRAGMA user_version, and an
+// owner is dead when its process is (every owner is on this host, or on
+// hosts that cannot see each other's processes: see Store.Recover).
+var SQLite = &Dialect{
+	Name:       "sqlite",
+	Migrations: sqliteMigrations,
+	version: func(ctx context.Context, db querier) (v int, err error) {
+		err = db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+		return v, err
+	},
+	setVersion: func(ctx context.Context, tx *sql.Tx, v int) error {
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v))
+		return err
+	},
+	textTime: true,
+}
+
+// Postgres is the shared dialect: the version is a row of wasmpy_schema,
+// migrations take an advisory lock, and an owner is also dead when its
+// heartbeat is older than the lease.
+var Postgres = &Dialect{
+	Name:       "postgres",
+	Migrations: postgresMigrations,
+	version: func(ctx context.Context, db querier) (int, error) {
+		var exists bool
+		if err := db.QueryRowContext(ctx, "SELECT to_regclass('wasmpy_schema') IS NOT NULL").Scan(&exists); err != nil || !exists {
+			return 0, err
+		}
+		var v int
+		err := db.QueryRowContext(ctx, "SELECT version FROM wasmpy_schema").Scan(&v)
+		return v, err
+	},
+	setVersion: func(ctx context.Context, tx *sql.Tx, v int) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS wasmpy_schema (version integer NOT NULL);
+			DELETE FROM wasmpy_schema`)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, "INSERT INTO wasmpy_schema (version) VALUES ($1)", v)
+		}
+		return err
+	},
+	lock:   "SELECT pg_advisory_xact_lock(7305917)", // any constant: wasmpy's migrations
+	dollar: true,
+	Lease:  30 * time.Second,
+}

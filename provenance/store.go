@@ -1,0 +1,117 @@
+package provenance
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors a Store returns, to be tested with errors.Is.
+var (
+	ErrNotFound = errors.New("provenance: not found")            // no record or session with this id
+	ErrExists   = errors.New("provenance: already exists")       // CreateSession with an id in use
+	ErrConflict = errors.New("provenance: changed concurrently") // UpdateSession lost a race: reload and retry, or give up
+)
+
+// Recorder is what a run needs: Begin before it, with Outcome "running";
+// Finish after it, with the complete record; Get by execution id.
+type Recorder interface {
+	// Begin inserts rec, whose Outcome is running.
+	Begin(ctx context.Context, rec *Record) error
+	// Finish completes a record written by Begin: its outcome, measurements,
+	// outputs hash, session state after, and finish time. A record a
+	// recovery marked interrupted (its process seemed dead) takes the real
+	// outcome when it does finish.
+	Finish(ctx context.Context, rec *Record) error
+	// Get returns one record, or ErrNotFound.
+	Get(ctx context.Context, id string) (*Record, error)
+}
+
+// Store keeps records and sessions durably. Every implementation is safe for
+// concurrent use and passes provenance/storetest.
+//
+// Each open Store is an owner: the records it begins are its own. A process
+// that dies leaves records running; Recover (which opening a Store also does)
+// marks the running records of dead owners interrupted and leaves those of
+// live owners alone, so replicas sharing one database recover each other's
+// crashes, not each other's work.
+type Store interface {
+	Recorder
+	// List returns the records f selects, newest first.
+	List(ctx context.Context, f Filter) ([]*Record, error)
+	// Stats summarises the records f selects (its Limit is ignored) per kind
+	// and skill, sorted by kind then skill.
+	Stats(ctx context.Context, f Filter) ([]Stats, error)
+	// Recover marks the running records of dead owners interrupted and
+	// returns how many it marked.
+	Recover(ctx context.Context) (int, error)
+
+	// CreateSession inserts s, or fails with ErrExists.
+	CreateSession(ctx context.Context, s *Session) error
+	// GetSession returns a session with its state, or ErrNotFound.
+	GetSession(ctx context.Context, id string) (*Session, error)
+	// UpdateSession replaces the session s.ID's turn, state and update time
+	// if its stored turn is still prevTurn; else ErrConflict (another turn,
+	// perhaps on another replica, got there first), or ErrNotFound.
+	UpdateSession(ctx context.Context, s *Session, prevTurn int) error
+	// DeleteSession removes a session, or fails with ErrNotFound.
+	DeleteSession(ctx context.Context, id string) error
+	// ListSessions returns the sessions f selects, without their states,
+	// most recently updated first.
+	ListSessions(ctx context.Context, f SessionFilter) ([]*Session, error)
+
+	// Ping reports whether the database answers, for readiness checks.
+	Ping(ctx context.Context) error
+	// Close marks this owner's records still running as interrupted (they
+	// will never be finished here) and releases the database.
+	Close() error
+}
+
+// Filter selects records; zero fields select everything.
+type Filter struct {
+	Kind      string
+	Skill     string // "-" selects records without a skill
+	Outcome   string
+	ActorID   string
+	SessionID string
+	IDPrefix  string    // execution ids that start with this
+	Since     time.Time // started at or after
+	Limit     int       // List only: at most this many, newest first; 0 means 50
+}
+
+// Stats summarise the records of one kind and skill.
+type Stats struct {
+	Kind  string `json:"kind"`
+	Skill string `json:"skill"` // "" when the kind has none
+	Total int    `json:"total"`
+	// SuccessRate is ok / finished, where finished excludes runs still
+	// running; 0 when nothing finished.
+	SuccessRate float64 `json:"success_rate"`
+	// Nearest-rank percentiles over the runs that ran to an outcome (not
+	// running, interrupted, canceled or internal); 0 when there are none.
+	P50MS    float64        `json:"p50_ms"`
+	P95MS    float64        `json:"p95_ms"`
+	P99MS    float64        `json:"p99_ms"`
+	Outcomes map[string]int `json:"outcomes"`
+}
+
+// Session is a saved session: Python state that lasts across turns. The
+// store keeps its state as opaque bytes; Turn orders updates, so two
+// replicas cannot both take the same turn.
+type Session struct {
+	ID        string    `json:"session_id"`
+	Owner     string    `json:"owner"` // who may use it (a token's name); "" for anyone
+	Turn      int       `json:"turn"`  // turns taken; 0 for a new session
+	State     []byte    `json:"-"`     // the saved session; nil from ListSessions
+	StateHash string    `json:"state_hash"`
+	Size      int64     `json:"size"` // len(State)
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SessionFilter selects sessions; zero fields select everything.
+type SessionFilter struct {
+	Owner         string
+	UpdatedBefore time.Time // idle since before this (to expire them)
+	Limit         int       // at most this many; 0 means all
+}
