@@ -36,6 +36,8 @@ type Result struct {
 	LLM            hostfuncs.LLMUsage     `json:"llm"`   // what ask_llm spent
 	// Packages are the package sets the run could import from.
 	Packages []PackageSet `json:"packages"`
+	// Session describes the turn, for a run of a Session; nil otherwise.
+	Session *SessionTurn `json:"session,omitempty"`
 
 	workspace *workspace.Workspace
 }

@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -139,6 +140,8 @@ type Config struct {
 	// interpreter imports before its snapshot, so a run pays nothing to
 	// import them.
 	Preload []string
+	// Sessions bound the sandbox's sessions (see NewSession).
+	Sessions SessionLimits
 }
 
 // Sandbox runs jobs. Create one with New and reuse it; Close it when done.
@@ -150,12 +153,17 @@ type Sandbox struct {
 	engine *wasm.Engine
 	llm    *hostfuncs.LLM
 	closed atomic.Bool
+
+	sessions sessions
 }
 
 // New loads and compiles the interpreter. The first call on a machine may
 // take seconds; later processes reuse the compiled code from the cache.
 func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err := cfg.Limits.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Sessions.validate(); err != nil {
 		return nil, err
 	}
 	if err := checkHostFuncs(cfg.HostFuncs); err != nil {
@@ -186,14 +194,17 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM)}, nil
+	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM),
+		sessions: sessions{limits: cfg.Sessions.or(DefaultSessionLimits())}}, nil
 }
 
 // Close releases the compiled interpreter; runs in progress end, and later
 // ones fail with ErrClosed.
 func (s *Sandbox) Close(ctx context.Context) error {
 	s.closed.Store(true)
-	return s.engine.Close(ctx)
+	err := s.engine.Close(ctx) // ends the turns in progress
+	s.closeSessions()
+	return err
 }
 
 // Interpreter describes the interpreter the sandbox runs.
@@ -254,6 +265,17 @@ type Job struct {
 // began); everything the guest did, including failing or being stopped,
 // is in the Result.
 func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
+	return s.run(ctx, job, nil)
+}
+
+// turn is what a session's turn starts from and, when the session moves
+// on, what it leaves: run fills in next.
+type turn struct {
+	from *sessionState
+	next *sessionState
+}
+
+func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -271,7 +293,15 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.engine.Run(ctx, &wasm.Run{
+	var from *wasm.State
+	if t != nil {
+		from = t.from.mem
+		if err := caps.workspace.Restore(t.from.overlay); err != nil {
+			caps.workspace.Close()
+			return nil, err
+		}
+	}
+	out, err := s.engine.Run(ctx, &wasm.Run{Session: t != nil, From: from,
 		Code: job.Code, Filename: job.Filename, Args: job.Args, Module: job.Module, Interactive: job.Interactive, Stdin: job.Stdin,
 		Stdout: job.Stdout, Stderr: job.Stderr, Interrupt: job.Interrupt,
 		Timeout: lim.Timeout, MemoryLimit: lim.Memory, OutputLimit: lim.Output, Fuel: lim.Fuel,
@@ -283,7 +313,13 @@ func (s *Sandbox) Run(ctx context.Context, job Job) (*Result, error) {
 		if s.closed.Load() {
 			return nil, ErrClosed
 		}
+		if errors.Is(err, wasm.ErrForeignState) {
+			return nil, ErrForeignSession
+		}
 		return nil, err
+	}
+	if t != nil && out.State != nil {
+		t.next = &sessionState{mem: out.State, overlay: caps.workspace.Overlay()}
 	}
 	res := newResult(out)
 	res.Packages = slices.Clone(s.sets)

@@ -57,6 +57,15 @@ class _Transport:
 
 _api = None
 
+# A session's __main__, kept by its turns: the memory a turn leaves behind
+# holds it for the next one. None in the image, so a plain run (which
+# always starts from the image) never sees one.
+_session_main = None
+
+# The capabilities the last run installed as builtins: a session's next
+# turn removes those it is not granted.
+_installed = ()
+
 
 def _write_through():
     """Makes stdout and stderr unbuffered, as `python -u` does: every write
@@ -114,7 +123,13 @@ def _guard_chmod():
 
 
 def _install(job):
+    global _installed
     names = job.get("capabilities") or []
+    for name in _installed:
+        if name not in names and name not in _api.BUILTIN_CAPABILITIES:
+            builtins.__dict__.pop(name, None)
+            _api.__dict__.pop(name, None)
+    _installed = tuple(names)
     for name in names:
         fn = getattr(_api, name, None)
         if fn is None:
@@ -130,6 +145,7 @@ def _install(job):
             setattr(_api, name, fn)
             setattr(builtins, name, fn)
     allow = job.get("allow_imports")
+    builtins.__import__ = _orig_import  # a session's earlier turn may have guarded it
     if allow is not None:
         _restrict_imports(set(allow) | {"wasmpy"})
 
@@ -283,8 +299,13 @@ def run(job, read_source):
         pass
     _install(job)
     _reseed()
-    main = types.ModuleType("__main__")
-    main.__dict__["__builtins__"] = builtins
+    global _session_main
+    main = _session_main if job.get("session") else None
+    if main is None:
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = builtins
+    if job.get("session"):
+        _session_main = main
     sys.modules["__main__"] = main
     report = _run_main(job, main, read_source)
     if not job.get("interactive") or report["status"] == "exit":

@@ -81,6 +81,11 @@ type Engine struct {
 	// without the data segments (initialise writes them itself). An
 	// instance waits, parked, for the next run (see parked.go).
 	image  *image
+	key    string // imageKey of image
+	// base is the image mapped for reading, once a session needs it.
+	baseOnce sync.Once
+	base     []byte
+	baseErr  error
 	nextMu sync.Mutex
 	next   chan parkResult
 
@@ -116,7 +121,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		rc = rc.WithCompilationCache(cache)
 	}
-	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc), site: site}
+	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc), site: site,
+		key: imageKey(cfg.Interpreter, site.key, strings.Join(site.preload, ","))}
 	e.alive, e.kill = context.WithCancelCause(context.Background())
 	if err := e.start(ctx, cfg.CacheDir); err != nil {
 		e.kill(err)
@@ -176,6 +182,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.lingering.Wait() // kill has stopped them; their memory goes with the runtime
 	err := e.rt.Close(ctx)
 	if e.image != nil {
+		if e.base != nil && e.image.fd >= 0 {
+			unmap(e.base)
+		}
 		closeImage(e.image)
 	}
 	return err
@@ -212,6 +221,13 @@ type Run struct {
 	// Deterministic pins what would make two runs differ: the guest sees a
 	// fake clock and a seeded random source.
 	Deterministic bool
+
+	// Session makes the run a turn of a session: its __main__ is the one
+	// the turn it starts from left (a new one for the first), and the
+	// Outcome carries the memory it leaves behind (see Outcome.State).
+	Session bool
+	// From is the state a session's turn starts from; nil: the image.
+	From *State
 
 	Host hostfuncs.Table // capabilities granted to this run
 	// FS is the file system the guest sees at / (workspace.Workspace's
@@ -263,6 +279,24 @@ type Outcome struct {
 	FuelUsed        uint64
 	HostCalls       []HostCall
 	HostCallsTotal  int // may exceed len(HostCalls), which is capped
+	// State is the memory a session's turn left behind, when the session
+	// moves on to it: the turn's code ran to its end, or to an exception,
+	// a syntax error or an exit it raised itself. A turn the host stopped
+	// (timeout, fuel, memory, output, interrupted, internal failure) or
+	// that left the interpreter mid-call (os._exit, abort) has none: the
+	// session stays at the state it began from.
+	State *State
+}
+
+// Key identifies the engine's image: a State applies only to an engine of
+// its key. It changes with the interpreter, its standard library, the
+// site's package sets, the preloaded modules and the runner.
+func (e *Engine) Key() string { return e.key }
+
+// keeps says whether a session moves on to the state a turn left: see
+// Outcome.State.
+func keeps(f *Failure) bool {
+	return f == nil || f.Kind == KindException || f.Kind == KindSyntax || f.Kind == KindExit
 }
 
 // report is what the guest's runner says of the user's code.
@@ -288,6 +322,7 @@ type job struct {
 	Module       string   `json:"module,omitempty"`
 	Interactive  bool     `json:"interactive,omitempty"`
 	Banner       bool     `json:"banner,omitempty"` // a REPL with nothing to run first
+	Session      bool     `json:"session,omitempty"`
 }
 
 // argv0 is sys.argv[0] for a script named filename: as in CPython, '-c'
@@ -301,6 +336,10 @@ func argv0(filename string) string {
 	}
 	return filename
 }
+
+// ErrForeignState is Run's error for a State made by an engine with
+// another image (see Engine.Key).
+var ErrForeignState = errors.New("wasmpy: the session state was made for another interpreter, standard library, package sets or preload")
 
 var (
 	errOutput      = errors.New("output limit exceeded")
@@ -320,6 +359,12 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	defer e.runs.RUnlock()
 	if e.alive.Err() != nil {
 		return nil, errClosed
+	}
+	if (r.Session || r.From != nil) && e.interp.Kind != assets.Wasmpy {
+		return nil, errors.New("wasmpy: sessions need the wasmpy interpreter build")
+	}
+	if r.From != nil && r.From.key != e.key {
+		return nil, ErrForeignState
 	}
 	if r.Fuel > 0 && !e.metered {
 		return nil, errors.New("wasmpy: a fuel limit needs a metered engine")
@@ -347,7 +392,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	j := job{Filename: filename, Argv: append([]string{argv0(filename)}, r.Args...),
 		Module: r.Module, Interactive: r.Interactive, Banner: r.Interactive && r.Code == "" && r.Module == "",
-		Capabilities: r.Host.Names(), AllowImports: r.AllowImports}
+		Capabilities: r.Host.Names(), AllowImports: r.AllowImports, Session: r.Session}
 	if e.interp.Kind != assets.Wasmpy {
 		j.SourceBase64, j.Nonce = []byte(r.Code), nonce()
 	}
@@ -364,7 +409,12 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	var mem *memory
 	var p *parked
 	if e.interp.Kind == assets.Wasmpy {
-		if p, err = e.parked(); err != nil {
+		if r.From != nil {
+			p, err = e.park(r.From)
+		} else {
+			p, err = e.parked()
+		}
+		if err != nil {
 			return nil, err
 		}
 		st, mem = p.st, p.mem
@@ -423,6 +473,11 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		out.Stderr, rep = cutReport(out.Stderr, j.Nonce)
 	}
 	e.classify(out, r, runCtx, runErr, rep, mem, st.meter, stdout.limit)
+	if r.Session && p != nil && runErr == nil && p.ret == 0 && keeps(out.Failure) {
+		if out.State, err = e.capture(mem); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 

@@ -46,19 +46,24 @@ const (
 	imageFixedSize = 32 // magic, run code, size, number of hot runs
 )
 
-// imagePath names the cached image of an interpreter: anything that changes
-// what initialisation does changes the name. The image holds what the
-// standard library looked like (imported modules, the import system's
-// directory caches), so its zip is part of the key, as are the site's
-// contents and the modules preloaded from it.
-func imagePath(dir string, interp *assets.Interpreter, siteKey, preloaded string) string {
+// imageKey identifies what initialisation makes: anything that changes
+// what it does changes the key. The image holds what the standard library
+// looked like (imported modules, the import system's directory caches), so
+// its zip is part of the key, as are the site's contents and the modules
+// preloaded from it. A session's state applies only to the image of its key.
+func imageKey(interp *assets.Interpreter, siteKey, preloaded string) string {
 	h := sha256.New()
 	for _, s := range []string{interp.SHA256, interp.StdlibSHA256, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic),
 		stdlibMount, filesMount, siteKey, preloaded} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return filepath.Join(dir, fmt.Sprintf("%x.img", h.Sum(nil)[:12]))
+	return fmt.Sprintf("%x", h.Sum(nil))
+}
+
+// imagePath names the cached image of the key's interpreter.
+func imagePath(dir, key string) string {
+	return filepath.Join(dir, key[:24]+".img")
 }
 
 // readHeader checks an image file's header and returns the image it

@@ -88,25 +88,25 @@ func prefault(img *image, mapping []byte) {
 	}
 }
 
-// writtenPages reads from /proc/self/pagemap which pages of the image part
-// of mapping were written: those have become private (anonymous) copies,
-// while the pages only read still come from the image file.
-func writtenPages(img *image, mapping []byte) []pageRun {
+// writtenPages reads from /proc/self/pagemap which of the first pages of
+// mapping were written: those have become private (anonymous) copies, in
+// memory or swapped out, while the pages only read still come from the
+// image file (or the zero page). ok is false when the kernel does not say.
+func writtenPages(mapping []byte, pages int) (runs []pageRun, ok bool) {
 	f, err := os.Open("/proc/self/pagemap")
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	defer f.Close()
-	pages := img.size / pageSize
 	entries := make([]byte, 8*pages)
 	first := int64(uintptr(unsafePointer(mapping)) / pageSize)
 	if _, err := f.ReadAt(entries, 8*first); err != nil {
-		return nil
+		return nil, false
 	}
-	const present, fileOrShared = 1 << 63, 1 << 61
-	var runs []pageRun
+	const present, swapped, fileOrShared = 1 << 63, 1 << 62, 1 << 61
 	for i := range pages {
-		if e := binary.LittleEndian.Uint64(entries[8*i:]); e&present == 0 || e&fileOrShared != 0 {
+		e := binary.LittleEndian.Uint64(entries[8*i:])
+		if e&swapped == 0 && (e&present == 0 || e&fileOrShared != 0) {
 			continue
 		}
 		if n := len(runs); n > 0 && runs[n-1].start+runs[n-1].n == uint32(i) {
@@ -115,7 +115,16 @@ func writtenPages(img *image, mapping []byte) []pageRun {
 		}
 		runs = append(runs, pageRun{start: uint32(i), n: 1})
 	}
-	return runs
+	return runs, true
+}
+
+// viewImage maps the image read-only and shared: the pages a session's
+// state is compared with, straight from the page cache.
+func viewImage(img *image) ([]byte, error) {
+	if img.fd < 0 || img.size == 0 {
+		return img.data, nil
+	}
+	return unix.Mmap(img.fd, img.off, img.size, unix.PROT_READ, unix.MAP_SHARED)
 }
 
 func closeImage(img *image) {

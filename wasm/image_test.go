@@ -77,7 +77,7 @@ func TestHotPages(t *testing.T) {
 
 	cache, err := assets.DefaultCacheDir()
 	require.NoError(t, err)
-	img, err := openImage(imagePath(filepath.Join(cache, "engine", "snapshots"), e.interp, "", ""))
+	img, err := openImage(imagePath(filepath.Join(cache, "engine", "snapshots"), e.key))
 	require.NoError(t, err)
 	defer closeImage(img)
 	require.Equal(t, e.image.hot, img.hot)

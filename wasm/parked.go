@@ -36,6 +36,7 @@ type parked struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{} // closed when the runner's PyRun_SimpleString returns
 	err    error         // what it returned
+	ret    int32         // and its result: 0 when the runner ended normally
 
 	lingering *sync.WaitGroup // the engine's instances not yet closed
 }
@@ -49,7 +50,7 @@ type parkResult struct {
 func (e *Engine) parkNext() chan parkResult {
 	next := make(chan parkResult, 1)
 	go func() {
-		p, err := e.park()
+		p, err := e.park(nil)
 		next <- parkResult{p, err}
 	}()
 	return next
@@ -85,7 +86,9 @@ func (e *Engine) stopParking() {
 	}
 }
 
-func (e *Engine) park() (*parked, error) {
+// park starts an instance from the image, with from's pages laid over it
+// when from is not nil.
+func (e *Engine) park(from *State) (*parked, error) {
 	st := newRunState(e.newMeter())
 	mem := &memory{limit: maxMemory, image: e.image}
 	ctx, cancel := context.WithCancelCause(context.WithValue(e.alive, stateKey{}, st))
@@ -100,7 +103,11 @@ func (e *Engine) park() (*parked, error) {
 		return nil, fmt.Errorf("wasmpy: start instance: %w", err)
 	}
 	lm := m.Memory()
-	if size, cur := uint64(e.image.size), uint64(lm.Size()); size > cur {
+	size := uint64(e.image.size)
+	if from != nil {
+		size = max(size, from.size)
+	}
+	if cur := uint64(lm.Size()); size > cur {
 		if _, ok := lm.Grow(uint32((size - cur) / 65536)); !ok {
 			return fail(errors.New("memory for the image refused"))
 		}
@@ -108,14 +115,18 @@ func (e *Engine) park() (*parked, error) {
 	if err := mem.restore(); err != nil {
 		return fail(err)
 	}
-	if mem.mapping != nil {
+	if from != nil {
+		from.apply(mem.buf)
+	} else if mem.mapping != nil {
 		prefault(e.image, mem.mapping)
 	}
 	st.intr.mod, st.intr.ctx = m, ctx
 	p := &parked{mod: m, mem: mem, st: st, cancel: cancel, done: make(chan struct{}), lingering: &e.lingering}
 	st.meter.start(m, math.MaxInt64) // the runner's start is not the run's
 	go func() {
-		_, p.err = call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
+		var r uint64
+		r, p.err = call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
+		p.ret = int32(r)
 		st.meter.stop()
 		close(p.done)
 	}()
@@ -180,7 +191,7 @@ func (p *parked) close() {
 // learnHotPages runs print(1) in a parked instance and notes the pages of
 // the image it wrote, for later instances to copy ahead.
 func (e *Engine) learnHotPages() []pageRun {
-	p, err := e.park()
+	p, err := e.park(nil)
 	if err != nil {
 		return nil
 	}
@@ -190,5 +201,6 @@ func (e *Engine) learnHotPages() []pageRun {
 	if err := p.run(context.Background(), DefaultMemoryLimit, math.MaxInt64); err != nil || p.mem.mapping == nil {
 		return nil
 	}
-	return writtenPages(e.image, p.mem.mapping)
+	hot, _ := writtenPages(p.mem.mapping, e.image.size/pageSize)
+	return hot
 }

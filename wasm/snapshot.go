@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"strings"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -29,7 +28,7 @@ const preload = "import os, json, re, math, collections, itertools, functools, d
 func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 	var path string
 	if cacheDir != "" {
-		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.interp, e.site.key, strings.Join(e.site.preload, ","))
+		path = imagePath(filepath.Join(cacheDir, "snapshots"), e.key)
 		if img, err := openImage(path); err == nil {
 			e.image = img
 			return nil
