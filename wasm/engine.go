@@ -80,14 +80,14 @@ type Engine struct {
 	// interpreter that has run its initialisation. Its module is compiled
 	// without the data segments (initialise writes them itself). An
 	// instance waits, parked, for the next run (see parked.go).
-	image  *image
-	key    string // imageKey of image
+	image *image
+	key   string // imageKey of image
 	// base is the image mapped for reading, once a session needs it.
 	baseOnce sync.Once
 	base     []byte
 	baseErr  error
-	nextMu sync.Mutex
-	next   chan parkResult
+	nextMu   sync.Mutex
+	next     chan parkResult
 
 	// alive ends (kill) when Close begins: it stops every instance and
 	// refuses new runs. Runs hold runs for reading; Close takes it to wait
