@@ -319,6 +319,9 @@ func (s *Session) closeLocked(why error) {
 	if s.closed != nil {
 		return
 	}
+	if s.state.mem != nil {
+		s.sb.engine.Forget(s.state.mem)
+	}
 	s.closed, s.state = why, nil
 	s.timer.Stop()
 	r := &s.sb.sessions

@@ -88,6 +88,11 @@ type Engine struct {
 	baseErr  error
 	nextMu   sync.Mutex
 	next     chan parkResult
+	spare    chan blankResult // the blank instance for the next session turn
+
+	aheadMu     sync.Mutex
+	ahead       []ahead // instances started from states, oldest first
+	aheadClosed bool
 
 	// alive ends (kill) when Close begins: it stops every instance and
 	// refuses new runs. Runs hold runs for reading; Close takes it to wait
@@ -176,6 +181,7 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 // Close releases the runtime and everything compiled in it.
 func (e *Engine) Close(ctx context.Context) error {
 	e.kill(errClosed)
+	e.stopAhead()
 	e.stopParking()
 	e.runs.Lock()
 	defer e.runs.Unlock()
@@ -410,7 +416,10 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	var p *parked
 	if e.interp.Kind == assets.Wasmpy {
 		if r.From != nil {
-			p, err = e.park(r.From)
+			var ok bool
+			if p, ok = e.takeAhead(r.From); !ok {
+				p, err = e.sessionInstance(r.From)
+			}
 		} else {
 			p, err = e.parked()
 		}
@@ -474,9 +483,15 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	e.classify(out, r, runCtx, runErr, rep, mem, st.meter, stdout.limit)
 	if r.Session && p != nil && runErr == nil && p.ret == 0 && keeps(out.Failure) {
-		if out.State, err = e.capture(mem); err != nil {
+		if out.State, err = e.capture(mem, r.From); err != nil {
 			return nil, err
 		}
+	}
+	switch {
+	case out.State != nil:
+		e.parkAhead(out.State)
+	case r.From != nil: // the session stays where it was
+		e.parkAhead(r.From)
 	}
 	return out, nil
 }

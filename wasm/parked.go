@@ -50,7 +50,7 @@ type parkResult struct {
 func (e *Engine) parkNext() chan parkResult {
 	next := make(chan parkResult, 1)
 	go func() {
-		p, err := e.park(nil)
+		p, err := e.park()
 		next <- parkResult{p, err}
 	}()
 	return next
@@ -73,22 +73,70 @@ func (e *Engine) parked() (*parked, error) {
 	return r.p, r.err
 }
 
+// sessionInstance starts an instance from state for a session's turn, in
+// the blank instance made ahead by the turn before (the first turn from a
+// state makes its own), and makes the next one ahead.
+func (e *Engine) sessionInstance(from *State) (*parked, error) {
+	e.nextMu.Lock()
+	spare := e.spare
+	if e.next != nil { // not closing
+		e.spare = make(chan blankResult, 1)
+		go func(c chan blankResult) {
+			b, err := e.instantiate()
+			c <- blankResult{b, err}
+		}(e.spare)
+	}
+	e.nextMu.Unlock()
+	var b *blank
+	if spare != nil {
+		if r := <-spare; r.err == nil {
+			b = r.b
+		}
+	}
+	if b == nil {
+		var err error
+		if b, err = e.instantiate(); err != nil {
+			return nil, err
+		}
+	}
+	return e.begin(b, from)
+}
+
+type blankResult struct {
+	b   *blank
+	err error
+}
+
 // stopParking discards the instance parked for a run that will not come.
 func (e *Engine) stopParking() {
 	e.nextMu.Lock()
-	next := e.next
-	e.next = nil
+	next, spare := e.next, e.spare
+	e.next, e.spare = nil, nil
 	e.nextMu.Unlock()
 	if next != nil {
 		if r := <-next; r.p != nil {
 			r.p.close()
 		}
 	}
+	if spare != nil {
+		if r := <-spare; r.b != nil {
+			r.b.close()
+		}
+	}
 }
 
-// park starts an instance from the image, with from's pages laid over it
-// when from is not nil.
-func (e *Engine) park(from *State) (*parked, error) {
+// blank is an instance made ahead whose memory holds neither the image nor
+// a state yet: a session's turn takes one, so that it does not pay for
+// instantiation (see sessionInstance).
+type blank struct {
+	m      api.Module
+	mem    *memory
+	st     *runState
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func (e *Engine) instantiate() (*blank, error) {
 	st := newRunState(e.newMeter())
 	mem := &memory{limit: maxMemory, image: e.image}
 	ctx, cancel := context.WithCancelCause(context.WithValue(e.alive, stateKey{}, st))
@@ -97,9 +145,29 @@ func (e *Engine) park(from *State) (*parked, error) {
 		cancel(err)
 		return nil, fmt.Errorf("wasmpy: instantiate: %w", err)
 	}
+	return &blank{m: m, mem: mem, st: st, ctx: ctx, cancel: cancel}, nil
+}
+
+func (b *blank) close() {
+	b.cancel(errDiscarded)
+	b.m.Close(context.Background())
+}
+
+// park starts an instance from the image.
+func (e *Engine) park() (*parked, error) {
+	b, err := e.instantiate()
+	if err != nil {
+		return nil, err
+	}
+	return e.begin(b, nil)
+}
+
+// begin lays the image over b's memory, with from's pages over it when
+// from is not nil, and starts the runner, which waits for its job.
+func (e *Engine) begin(b *blank, from *State) (*parked, error) {
+	m, mem, st, ctx, cancel := b.m, b.mem, b.st, b.ctx, b.cancel
 	fail := func(err error) (*parked, error) {
-		cancel(err)
-		m.Close(context.Background())
+		b.close()
 		return nil, fmt.Errorf("wasmpy: start instance: %w", err)
 	}
 	lm := m.Memory()
@@ -116,7 +184,9 @@ func (e *Engine) park(from *State) (*parked, error) {
 		return fail(err)
 	}
 	if from != nil {
-		from.apply(mem.buf)
+		if err := from.apply(mem); err != nil {
+			return fail(err)
+		}
 	} else if mem.mapping != nil {
 		prefault(e.image, mem.mapping)
 	}
@@ -191,7 +261,7 @@ func (p *parked) close() {
 // learnHotPages runs print(1) in a parked instance and notes the pages of
 // the image it wrote, for later instances to copy ahead.
 func (e *Engine) learnHotPages() []pageRun {
-	p, err := e.park(nil)
+	p, err := e.park()
 	if err != nil {
 		return nil
 	}
