@@ -240,4 +240,3 @@ func (s *Sandbox) decodeBody(hdr *savedHeader, body []byte, max int64) (*session
 	}
 	return st, nil
 }
-
