@@ -29,6 +29,10 @@ func execCommand() *cli.Command {
 			"arrives (--stdin FILE gives a file instead, --stdin /dev/null nothing). Ctrl-C raises\n" +
 			"KeyboardInterrupt in the script; a second one stops it. A value given to submit_result\n" +
 			"is shown on stderr. --json prints one JSON object with the whole result instead.\n\n" +
+			"--session FILE keeps Python state across invocations: the run starts from the state\n" +
+			"saved in FILE (a new session if FILE does not exist) and saves what it leaves back to\n" +
+			"FILE: variables, imports, functions, classes and workspace files carry over. A turn\n" +
+			"stopped by a limit or a signal leaves FILE's state as it was.\n\n" +
 			"Exit status: the script's own; 130 after Ctrl-C, 143 after SIGTERM. Sandbox outcomes\n" +
 			"have their own: 120 internal, 121 memory, 122 output, 123 fuel, 124 timeout; 2 is a\n" +
 			"usage error, 125 a wasmpy failure.",
@@ -44,6 +48,7 @@ func execFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "i", Usage: "start an interactive session after the script"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the whole result"},
 		&cli.StringFlag{Name: "stdin", Value: "-", Usage: "the script's stdin: `FILE`, or - for wasmpy's own, streamed"},
+		&cli.StringFlag{Name: "session", Usage: "run as the next turn of the session saved in `FILE`, and save it back (a new one if FILE does not exist)"},
 		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in), none, or names such as read_file,submit_result"},
 		interpreterFlag, cacheFlag,
 	}
@@ -72,6 +77,17 @@ func execAction(c *cli.Context) error {
 		return err
 	}
 	defer sb.Close(c.Context)
+	runJob := sb.Run
+	var sess *wasmpy.Session
+	if path := c.String("session"); c.IsSet("session") {
+		if path == "" {
+			return usageErr("--session: give a FILE")
+		}
+		if sess, err = openSession(c, sb, path); err != nil {
+			return err
+		}
+		runJob = sess.Run
+	}
 	var out *streams
 	var term *terminal
 	if !c.Bool("json") {
@@ -81,12 +97,17 @@ func execAction(c *cli.Context) error {
 			job.Stdout, job.Stdin = term.promptWriter(job.Stdout), term.lineReader()
 		}
 	}
-	res, stop, err := runWithSignals(c.Context, sb, &job, term)
+	res, stop, err := runWithSignals(c.Context, runJob, &job, term)
 	if out != nil {
 		out.Flush()
 	}
 	if err != nil {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	if sess != nil {
+		if err := saveSession(sess, c.String("session")); err != nil {
+			return err
+		}
 	}
 	if stop != 0 {
 		res.ExitCode = stop

@@ -27,7 +27,7 @@ var (
 // script asks for a line again, stops it at once; SIGTERM stops it. The
 // output so far is kept either way. It returns the exit status a stop
 // imposes, or 0.
-func runWithSignals(ctx context.Context, sb *wasmpy.Sandbox, job *wasmpy.Job, t *terminal) (*wasmpy.Result, int, error) {
+func runWithSignals(ctx context.Context, run func(context.Context, wasmpy.Job) (*wasmpy.Result, error), job *wasmpy.Job, t *terminal) (*wasmpy.Result, int, error) {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
@@ -71,6 +71,6 @@ func runWithSignals(ctx context.Context, sb *wasmpy.Sandbox, job *wasmpy.Job, t 
 			}
 		}
 	}()
-	res, err := sb.Run(ctx, *job)
+	res, err := run(ctx, *job)
 	return res, int(status.Load()), err
 }
