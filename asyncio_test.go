@@ -10,7 +10,7 @@ import (
 )
 
 // asyncio runs on CPython's own event loop (see
-// assets/build/stdlib-patches/asyncio-wasi.patch): each feature, then how a
+// assets/build/patches/0005-asyncio-wasi.patch): each feature, then how a
 // waiting run ends.
 func TestAsyncio(t *testing.T) {
 	for _, tc := range []struct{ name, code, stdout string }{
