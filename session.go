@@ -189,10 +189,13 @@ func (s *Sandbox) NewSession(ctx context.Context) (*Session, error) {
 	return s.openSession(newSessionID(), &sessionState{overlay: &workspace.Overlay{}}, 0)
 }
 
+// newSessionID returns a random (version 4) UUID, as provenance ids are.
 func newSessionID() string {
 	var b [16]byte
 	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // openSession registers a session, within SessionLimits.Max.
@@ -247,7 +250,7 @@ func (s *Sandbox) closeSessions() {
 	}
 }
 
-// ID identifies the session; a saved session keeps it.
+// ID identifies the session, a random UUID; a saved session keeps it.
 func (s *Session) ID() string { return s.id }
 
 // Info describes the session as it is between turns.
