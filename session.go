@@ -35,7 +35,9 @@ func DefaultSessionLimits() SessionLimits {
 	return SessionLimits{Max: 100, IdleTTL: 30 * time.Minute, MaxStateBytes: 256 << 20}
 }
 
-func (l SessionLimits) or(d SessionLimits) SessionLimits {
+// Or returns l with its zero fields taken from d: a sandbox's session
+// limits are Config.Sessions.Or(DefaultSessionLimits()).
+func (l SessionLimits) Or(d SessionLimits) SessionLimits {
 	if l.Max == 0 {
 		l.Max = d.Max
 	}

@@ -144,11 +144,42 @@ func sessionError(err error) error {
 // NewSession opens a session for owner (the token that asked; "" when the
 // service has none) and saves it to the store.
 func (e *Executor) NewSession(ctx context.Context, owner string) (*SessionInfo, error) {
+	if err := e.admitSession(ctx); err != nil {
+		return nil, err
+	}
 	sess, err := e.sb.NewSession(ctx)
 	if err != nil {
 		return nil, sessionError(err)
 	}
 	return e.opened(ctx, sess, owner)
+}
+
+// admitSession applies the sandbox's session limits to the store, which
+// outlives any one process: it deletes the sessions idle past the TTL,
+// and refuses a new one when the store holds the most it may.
+func (e *Executor) admitSession(ctx context.Context) error {
+	if e.cfg.Sessions == nil {
+		return nil
+	}
+	lim := e.cfg.Sandbox.Sessions.Or(wasmpy.DefaultSessionLimits())
+	idle, err := e.cfg.Sessions.ListSessions(ctx, provenance.SessionFilter{UpdatedBefore: time.Now().Add(-lim.IdleTTL)})
+	if err != nil {
+		return fmt.Errorf("skills: listing sessions: %w", err)
+	}
+	for _, s := range idle {
+		e.forget(s.ID)
+		if err := e.cfg.Sessions.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, provenance.ErrNotFound) {
+			return fmt.Errorf("skills: expiring session: %w", err)
+		}
+	}
+	all, err := e.cfg.Sessions.ListSessions(ctx, provenance.SessionFilter{Limit: lim.Max})
+	if err != nil {
+		return fmt.Errorf("skills: listing sessions: %w", err)
+	}
+	if len(all) >= lim.Max {
+		return &Error{Code: CodeTooManySessions, Message: fmt.Sprintf("the service holds %d sessions, its limit: close one (DELETE /sessions/{id})", lim.Max)}
+	}
+	return nil
 }
 
 // opened registers and stores a session just made (new or forked).
@@ -262,6 +293,9 @@ func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRe
 
 // ForkSession opens a new session of owner from session id's state.
 func (e *Executor) ForkSession(ctx context.Context, id, owner string) (*SessionInfo, error) {
+	if err := e.admitSession(ctx); err != nil {
+		return nil, err
+	}
 	l, err := e.session(ctx, id, owner)
 	if err != nil {
 		return nil, err

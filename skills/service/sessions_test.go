@@ -21,14 +21,14 @@ import (
 
 // sessionServer is a service with tokens whose sessions are kept in the
 // store at db, as `wasmpy serve --enable-exec --db` runs it.
-func sessionServer(t *testing.T, db string) (*server, func()) {
+func sessionServer(t *testing.T, db string, lim wasmpy.SessionLimits) (*server, func()) {
 	t.Helper()
 	_, reg, _ := fixtures(t)
 	ctx := context.Background()
 	st, err := stores.Open(ctx, db)
 	require.NoError(t, err)
 	ex, err := skills.NewExecutor(ctx, skills.ExecutorConfig{
-		Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st})
+		Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Sessions: lim}, Store: st, Sessions: st})
 	require.NoError(t, err)
 	svc, err := service.New(service.Config{Registry: reg, Executor: ex, EnableExec: true, Tokens: []string{"alice", "bob"},
 		Logger: slog.New(slog.DiscardHandler), ExecLimits: wasmpy.Limits{Timeout: 5 * time.Second, Memory: 128 << 20}})
@@ -44,7 +44,7 @@ func sessionServer(t *testing.T, db string) (*server, func()) {
 
 func TestSessionsEndpoints(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "provenance.db")
-	s, stop := sessionServer(t, db)
+	s, stop := sessionServer(t, db, wasmpy.SessionLimits{})
 	alice, bob := []string{"Authorization", "Bearer alice"}, []string{"Authorization", "Bearer bob"}
 
 	r := s.do(t, "POST", "/sessions", "", alice...)
@@ -90,7 +90,7 @@ func TestSessionsEndpoints(t *testing.T) {
 
 	// The service restarts: the sessions are in the store.
 	stop()
-	s, stop = sessionServer(t, db)
+	s, stop = sessionServer(t, db, wasmpy.SessionLimits{})
 	defer stop()
 	r = s.do(t, "GET", "/sessions/"+id, "", alice...)
 	require.Equal(t, 200, r.status, r.raw)
@@ -126,4 +126,35 @@ func TestSessionsNeedExec(t *testing.T) {
 	r := s.do(t, "POST", "/sessions", "")
 	require.Equal(t, 404, r.status)
 	require.Equal(t, "exec_disabled", r.errorCode())
+}
+
+// The limits hold for the store, which outlives the process: the most
+// sessions it may hold, and the idle TTL.
+func TestSessionsLimits(t *testing.T) {
+	alice := []string{"Authorization", "Bearer alice"}
+	t.Run("max", func(t *testing.T) {
+		s, stop := sessionServer(t, filepath.Join(t.TempDir(), "provenance.db"), wasmpy.SessionLimits{Max: 2, IdleTTL: time.Hour})
+		defer stop()
+		first := s.do(t, "POST", "/sessions", "", alice...).body["session_id"].(string)
+		require.Equal(t, 201, s.do(t, "POST", "/sessions/"+first+"/fork", "", alice...).status)
+		r := s.do(t, "POST", "/sessions", "{}", alice...)
+		require.Equal(t, 429, r.status, r.raw)
+		require.Equal(t, "too_many_sessions", r.errorCode())
+		require.Equal(t, 204, s.do(t, "DELETE", "/sessions/"+first, "", alice...).status)
+		require.Equal(t, 201, s.do(t, "POST", "/sessions", "", alice...).status)
+	})
+	t.Run("idle TTL", func(t *testing.T) {
+		s, stop := sessionServer(t, filepath.Join(t.TempDir(), "provenance.db"), wasmpy.SessionLimits{IdleTTL: 200 * time.Millisecond})
+		defer stop()
+		first := s.do(t, "POST", "/sessions", "", alice...).body["session_id"].(string)
+		// Past the TTL (a lower bound: sleeping longer cannot make this
+		// flaky), the next new session expires the idle one.
+		time.Sleep(300 * time.Millisecond)
+		r := s.do(t, "POST", "/sessions", "", alice...)
+		require.Equal(t, 201, r.status, r.raw)
+		require.Equal(t, 404, s.do(t, "GET", "/sessions/"+first, "", alice...).status)
+		left, err := s.store.ListSessions(context.Background(), provenance.SessionFilter{})
+		require.NoError(t, err)
+		require.Len(t, left, 1)
+	})
 }
