@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -116,8 +115,7 @@ func (st *sessionState) Hash(key string) string {
 		} else {
 			h.Write([]byte("state " + st.mem.Hash()))
 		}
-		ov, _ := json.Marshal(st.overlay)
-		h.Write(ov)
+		st.overlay.Hash(h)
 		st.hash = hex.EncodeToString(h.Sum(nil))
 	})
 	return st.hash
@@ -291,6 +289,7 @@ func (s *Session) Run(ctx context.Context, job Job) (*Result, error) {
 		res.Error = &Error{Kind: KindMemory, Message: fmt.Sprintf("session state of %d bytes exceeds the session's limit of %d: the session stays at its state before this turn",
 			t.next.bytes(), s.max)}
 		res.ExitCode = wasm.ExitCode(string(KindMemory))
+		s.sb.engine.Forget(t.next.mem) // no turn will start from it
 		t.next = nil
 	}
 	if t.next != nil {
