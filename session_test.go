@@ -412,7 +412,7 @@ func TestSessionCloseWhileStartingAhead(t *testing.T) {
 		sess, err := sb.NewSession(ctx)
 		require.NoError(t, err)
 		turn(t, sess, "x = 1")
-		turn(t, sess, "x += 1") // starts ahead from a state
+		turn(t, sess, "x += 1")                                                          // starts ahead from a state
 		res := turnOf(t, sess, wasmpy.Job{Code: "big = bytes(range(256)) * (32 << 10)"}) // discarded: its start ahead is forgotten
 		require.False(t, res.Session.Kept)
 		require.NoError(t, sb.Close(ctx))
