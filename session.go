@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -35,7 +34,9 @@ func DefaultSessionLimits() SessionLimits {
 	return SessionLimits{Max: 100, IdleTTL: 30 * time.Minute, MaxStateBytes: 256 << 20}
 }
 
-func (l SessionLimits) or(d SessionLimits) SessionLimits {
+// Or returns l with its zero fields taken from d: a sandbox's session
+// limits are Config.Sessions.Or(DefaultSessionLimits()).
+func (l SessionLimits) Or(d SessionLimits) SessionLimits {
 	if l.Max == 0 {
 		l.Max = d.Max
 	}
@@ -114,8 +115,7 @@ func (st *sessionState) Hash(key string) string {
 		} else {
 			h.Write([]byte("state " + st.mem.Hash()))
 		}
-		ov, _ := json.Marshal(st.overlay)
-		h.Write(ov)
+		st.overlay.Hash(h)
 		st.hash = hex.EncodeToString(h.Sum(nil))
 	})
 	return st.hash
@@ -189,10 +189,13 @@ func (s *Sandbox) NewSession(ctx context.Context) (*Session, error) {
 	return s.openSession(newSessionID(), &sessionState{overlay: &workspace.Overlay{}}, 0)
 }
 
+// newSessionID returns a random (version 4) UUID, as provenance ids are.
 func newSessionID() string {
 	var b [16]byte
 	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // openSession registers a session, within SessionLimits.Max.
@@ -247,7 +250,7 @@ func (s *Sandbox) closeSessions() {
 	}
 }
 
-// ID identifies the session; a saved session keeps it.
+// ID identifies the session, a random UUID; a saved session keeps it.
 func (s *Session) ID() string { return s.id }
 
 // Info describes the session as it is between turns.
@@ -286,6 +289,7 @@ func (s *Session) Run(ctx context.Context, job Job) (*Result, error) {
 		res.Error = &Error{Kind: KindMemory, Message: fmt.Sprintf("session state of %d bytes exceeds the session's limit of %d: the session stays at its state before this turn",
 			t.next.bytes(), s.max)}
 		res.ExitCode = wasm.ExitCode(string(KindMemory))
+		s.sb.engine.Forget(t.next.mem) // no turn will start from it
 		t.next = nil
 	}
 	if t.next != nil {

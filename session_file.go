@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 
 	"github.com/wasmpy/wasmpy/wasm"
 	"github.com/wasmpy/wasmpy/workspace"
@@ -118,6 +119,8 @@ func (s *Sandbox) RestoreSession(ctx context.Context, r io.Reader) (*Session, er
 	return s.openSession(hdr.ID, st, hdr.Turns)
 }
 
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+
 func errSaved(format string, args ...any) error {
 	return fmt.Errorf("wasmpy: saved session: "+format, args...)
 }
@@ -150,7 +153,7 @@ func (s *Sandbox) checkSaved(raw []byte, max int64) (*savedHeader, []byte, error
 	if err := json.Unmarshal(raw[4:4+hl], &hdr); err != nil {
 		return nil, nil, errSaved("bad header: %v", err)
 	}
-	if len(hdr.ID) != 32 || hdr.Turns < 0 {
+	if !uuidRE.MatchString(hdr.ID) || hdr.Turns < 0 {
 		return nil, nil, errSaved("bad header: id %q, %d turns", hdr.ID, hdr.Turns)
 	}
 	mine := s.Interpreter()

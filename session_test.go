@@ -396,3 +396,27 @@ func TestSessionIdleTTL(t *testing.T) {
 	require.Zero(t, sb.SessionStats().Open)
 	require.True(t, errors.Is(sess.Save(new(bytes.Buffer)), wasmpy.ErrSessionExpired))
 }
+
+// Closing a sandbox while the instance for a session's next turn is being
+// started ahead (or discarded) waits for it: the runtime must not close
+// under it.
+func TestSessionCloseWhileStartingAhead(t *testing.T) {
+	if testSandbox(t).Interpreter().Kind != "wasmpy" {
+		t.Skip("sessions need the wasmpy interpreter build")
+	}
+	ctx := context.Background()
+	for range 3 {
+		sb, err := wasmpy.New(ctx, wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"),
+			Sessions: wasmpy.SessionLimits{MaxStateBytes: 4 << 20}})
+		require.NoError(t, err)
+		sess, err := sb.NewSession(ctx)
+		require.NoError(t, err)
+		turn(t, sess, "x = 1")
+		turn(t, sess, "x += 1")                                                          // starts ahead from a state
+		res := turnOf(t, sess, wasmpy.Job{Code: "big = bytes(range(256)) * (32 << 10)"}) // discarded: its start ahead is forgotten
+		require.False(t, res.Session.Kept)
+		require.NoError(t, sb.Close(ctx))
+		_, err = sess.Run(ctx, wasmpy.Job{Code: "pass"})
+		require.ErrorIs(t, err, wasmpy.ErrSessionClosed)
+	}
+}

@@ -195,7 +195,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, err
 	}
 	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM),
-		sessions: sessions{limits: cfg.Sessions.or(DefaultSessionLimits())}}, nil
+		sessions: sessions{limits: cfg.Sessions.Or(DefaultSessionLimits())}}, nil
 }
 
 // Close releases the compiled interpreter; runs in progress end, and later

@@ -53,14 +53,18 @@ type ExecutorConfig struct {
 	// Store records provenance (a provenance.Store is one); nil records
 	// none.
 	Store provenance.Recorder
+	// Sessions keeps sessions (a provenance.Store does); nil keeps them in
+	// memory only, lost with the process. Sandbox.Sessions bounds them.
+	Sessions SessionStore
 }
 
 // Executor runs skills, each run in a fresh instance of one sandbox with
 // only the capabilities its safety flags ask for, and records their
 // provenance. It is safe for concurrent use.
 type Executor struct {
-	cfg ExecutorConfig
-	sb  *wasmpy.Sandbox
+	cfg      ExecutorConfig
+	sb       *wasmpy.Sandbox
+	sessions sessions
 }
 
 // ErrExecutorGrants is returned by NewExecutor for a Sandbox config with
@@ -148,7 +152,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	rec := &provenance.Record{Kind: provenance.KindSkill, Skill: s.Name, Version: s.Version, ActorID: req.ActorID, ActorType: req.ActorType,
 		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash}
 	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: bytes.NewReader(stdin), Limits: s.Limits, Grants: s.Grants()}
-	return e.run(ctx, rec, job, func(x *Execution) {
+	return e.run(ctx, rec, job, e.sb.Run, func(x *Execution) {
 		out := x.Result.Result
 		if x.Error != nil {
 			return
@@ -210,34 +214,45 @@ type ExecRequest struct {
 // Skill "". Its inputs hash covers {"args", "stdin"}. An actor that is too
 // long or not printable is refused with an *Error (bad_request).
 func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error) {
+	rec, job, err := execJob(req, provenance.KindExec)
+	if err != nil {
+		return nil, err
+	}
+	job.Grants = []wasmpy.Capability{wasmpy.SubmitResult}
+	return e.run(ctx, rec, job, e.sb.Run, nil)
+}
+
+// execJob checks req and makes its record and job, granted nothing yet.
+func execJob(req ExecRequest, kind string) (*provenance.Record, wasmpy.Job, error) {
 	if req.Code == "" {
-		return nil, wasmpy.ErrNoCode
+		return nil, wasmpy.Job{}, wasmpy.ErrNoCode
 	}
 	if err := checkActor(req.ActorID, req.ActorType); err != nil {
-		return nil, err
+		return nil, wasmpy.Job{}, err
 	}
 	if req.Args == nil {
 		req.Args = []string{}
 	}
 	in, err := json.Marshal(map[string]any{"args": req.Args, "stdin": req.Stdin})
 	if err != nil {
-		return nil, err
+		return nil, wasmpy.Job{}, err
 	}
 	inputsHash, err := provenance.Hash(in)
 	if err != nil {
-		return nil, err
+		return nil, wasmpy.Job{}, err
 	}
-	rec := &provenance.Record{Kind: provenance.KindExec, ActorID: req.ActorID, ActorType: req.ActorType,
+	rec := &provenance.Record{Kind: kind, ActorID: req.ActorID, ActorType: req.ActorType,
 		CodeHash: provenance.HashBytes([]byte(req.Code)), InputsHash: inputsHash}
 	job := wasmpy.Job{Code: req.Code, Filename: "<exec>", Args: req.Args, Stdin: strings.NewReader(req.Stdin), Limits: req.Limits,
-		Stdout: req.Stdout, Stderr: req.Stderr,
-		Grants: []wasmpy.Capability{wasmpy.SubmitResult}}
-	return e.run(ctx, rec, job, nil)
+		Stdout: req.Stdout, Stderr: req.Stderr}
+	return rec, job, nil
 }
 
-// run records rec as running, runs job, classifies the outcome (check may
-// add an output error), and completes rec.
-func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.Job, check func(*Execution)) (*Execution, error) {
+// run records rec as running, runs job with do (the sandbox's Run, or a
+// session's), classifies the outcome (check may add an output error, or
+// complete rec), and completes rec.
+func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.Job,
+	do func(context.Context, wasmpy.Job) (*wasmpy.Result, error), check func(*Execution)) (*Execution, error) {
 	rec.ExecutionID = provenance.NewID()
 	rec.Interpreter = provenance.Interpreter(e.sb.Interpreter())
 	rec.Packages = packageSets(e.sb.Packages())
@@ -250,7 +265,7 @@ func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.J
 			return nil, fmt.Errorf("skills: recording provenance: %w", err)
 		}
 	}
-	res, runErr := e.sb.Run(ctx, job)
+	res, runErr := do(ctx, job)
 	if runErr == nil && res.Error != nil && res.Error.Kind == wasmpy.KindInterrupted && ctx.Err() != nil {
 		runErr = ctx.Err() // the caller went away
 	}

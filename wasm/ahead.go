@@ -25,7 +25,9 @@ func (e *Engine) parkAhead(s *State) {
 		discard(e.ahead[0].c)
 		e.ahead = e.ahead[1:]
 	}
+	e.starting.Add(1) // Close waits: the runtime must outlive the instance's start
 	go func() {
+		defer e.starting.Done()
 		p, err := e.sessionInstance(s)
 		c <- parkResult{p, err}
 	}()
@@ -65,12 +67,14 @@ func (e *Engine) Forget(s *State) {
 }
 
 // stopAhead discards every instance started ahead, when the engine closes,
-// once each is made.
+// once each is made, and waits for every start in progress (some
+// discarded already) to end.
 func (e *Engine) stopAhead() {
 	e.aheadMu.Lock()
 	all := e.ahead
 	e.ahead, e.aheadClosed = nil, true
 	e.aheadMu.Unlock()
+	defer e.starting.Wait()
 	for _, a := range all {
 		if r := <-a.c; r.p != nil {
 			r.p.close()

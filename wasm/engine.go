@@ -93,6 +93,7 @@ type Engine struct {
 	aheadMu     sync.Mutex
 	ahead       []ahead // instances started from states, oldest first
 	aheadClosed bool
+	starting    sync.WaitGroup // parkAhead's starts in progress
 
 	// alive ends (kill) when Close begins: it stops every instance and
 	// refuses new runs. Runs hold runs for reading; Close takes it to wait

@@ -48,9 +48,12 @@ func newSegment(chunks [][]byte) (*segment, error) {
 }
 
 // mapSegment maps len(dst) bytes of seg from page off privately over dst.
+// The mapping holds the file open; seg must stay alive until it is made,
+// or its cleanup could close the fd (and the number be reused) first.
 func mapSegment(seg *segment, off uint32, dst []byte) error {
 	_, err := unix.MmapPtr(seg.fd, int64(off)*pageSize, unsafePointer(dst), uintptr(len(dst)),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
+	runtime.KeepAlive(seg)
 	return err
 }
 
@@ -68,4 +71,5 @@ func (seg *segment) readRun(dst []byte, off uint32) {
 		}
 		dst, at = dst[n:], at+int64(n)
 	}
+	runtime.KeepAlive(seg) // see mapSegment
 }

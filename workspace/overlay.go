@@ -1,7 +1,10 @@
 package workspace
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"hash"
 	"io/fs"
 	"sort"
 )
@@ -39,6 +42,38 @@ func (o *Overlay) Size() int64 {
 		}
 	}
 	return n
+}
+
+// Hash writes the overlay to h canonically: equal overlays write the same
+// bytes, however they were made or decoded.
+func (o *Overlay) Hash(h hash.Hash) {
+	var b []byte
+	for _, t := range []OverlayTree{o.Workspace, o.Tmp} {
+		b = binary.LittleEndian.AppendUint32(b[:0], uint32(len(t.Nodes)))
+		h.Write(b)
+		for _, n := range t.Nodes {
+			sum := sha256.Sum256(n.Data)
+			b = binary.LittleEndian.AppendUint32(b[:0], uint32(len(n.Path)))
+			b = append(b, n.Path...)
+			b = append(b, boolByte(n.Dir))
+			b = binary.LittleEndian.AppendUint32(b, uint32(n.Mode))
+			b = binary.LittleEndian.AppendUint64(b, uint64(n.Mtime))
+			h.Write(append(b, sum[:]...))
+		}
+		b = binary.LittleEndian.AppendUint32(b[:0], uint32(len(t.Gone)))
+		h.Write(b)
+		for _, g := range t.Gone {
+			b = binary.LittleEndian.AppendUint32(b[:0], uint32(len(g)))
+			h.Write(append(b, g...))
+		}
+	}
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 // Overlay copies the workspace's overlay as it is now. Files the guest

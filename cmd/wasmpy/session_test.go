@@ -26,6 +26,13 @@ func TestExecSession(t *testing.T) {
 	require.Contains(t, out, `"stdout": "2 2 yes\n"`)
 	require.Contains(t, out, `"turn": 4`)
 
+	// The REPL (-i) runs in the session too, and what it defines is saved.
+	code, _, errOut = wasmpyCLI(t, "y = x * 10\n", "exec", "--session", path, "-i", "-c", "x += 1")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut = wasmpyCLI(t, "", "exec", "--session", path, "-c", "print(x, y)")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "3 30\n", out)
+
 	// A plain run sees none of it.
 	code, out, _ = wasmpyCLI(t, "", "exec", "-c", "print(globals().get('x'))")
 	require.Equal(t, 0, code)

@@ -89,7 +89,7 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits) (*skills.Ex
 	cfg.Interpreter, cfg.CacheDir, cfg.Limits = c.String("interpreter"), c.String("cache-dir"), lim
 	ecfg := skills.ExecutorConfig{Sandbox: cfg}
 	if st != nil {
-		ecfg.Store = st
+		ecfg.Store, ecfg.Sessions = st, st
 	}
 	ex, err := skills.NewExecutor(c.Context, ecfg)
 	if err != nil {

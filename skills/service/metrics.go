@@ -55,6 +55,20 @@ func (s *Service) serveMetrics(w http.ResponseWriter, r *http.Request) error {
 	fmt.Fprintf(&b, "# HELP wasmpy_executions_in_flight Runs in progress.\n# TYPE wasmpy_executions_in_flight gauge\nwasmpy_executions_in_flight %d\n", st.InFlight)
 	fmt.Fprintf(&b, "# HELP wasmpy_executions_queued Requests waiting for a run slot.\n# TYPE wasmpy_executions_queued gauge\nwasmpy_executions_queued %d\n", st.Queued)
 	fmt.Fprintf(&b, "# HELP wasmpy_executions_rejected_total Requests refused as busy (429).\n# TYPE wasmpy_executions_rejected_total counter\nwasmpy_executions_rejected_total %d\n", st.Rejected)
+	ss := s.cfg.Executor.SessionStats()
+	fmt.Fprintf(&b, "# HELP wasmpy_sessions_open Sessions open in memory.\n# TYPE wasmpy_sessions_open gauge\nwasmpy_sessions_open %d\n", ss.Open)
+	fmt.Fprintf(&b, "# HELP wasmpy_sessions_max The most sessions open at once.\n# TYPE wasmpy_sessions_max gauge\nwasmpy_sessions_max %d\n", ss.Max)
+	for _, c := range []struct {
+		name, help string
+		n          uint64
+	}{
+		{"created", "Sessions opened, forked or restored.", ss.Created},
+		{"expired", "Sessions closed in memory for idling past their TTL.", ss.Expired},
+		{"refused", "Sessions refused: the most were open.", ss.Refused},
+		{"discarded_turns", "Session turns whose state passed the size limit, not kept.", ss.Discards},
+	} {
+		fmt.Fprintf(&b, "# HELP wasmpy_sessions_%s_total %s\n# TYPE wasmpy_sessions_%s_total counter\nwasmpy_sessions_%s_total %d\n", c.name, c.help, c.name, c.name, c.n)
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	io.WriteString(w, b.String())
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -19,6 +20,9 @@ type reqInfo struct {
 	executionID string
 	skill       string
 	outcome     string
+	// owner is who the request acts for, for sessions: a fingerprint of
+	// its token (never the token), or "" on a service without tokens.
+	owner string
 }
 
 type infoKey struct{}
@@ -112,6 +116,7 @@ func (s *Service) authorized(next http.Handler) http.Handler {
 			s.writeError(w, r, fail(CodeUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)"))
 			return
 		}
+		info(r).owner = "token:" + hex.EncodeToString(sum[:8])
 		next.ServeHTTP(w, r)
 	})
 }

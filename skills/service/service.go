@@ -7,14 +7,17 @@
 //	POST /skills/{name}/execute      {"args", "actor_id", "actor_type", "approved"} → {"result", "provenance"}
 //	GET  /executions/{id}            a provenance record
 //	POST /exec                       raw code, only with Config.EnableExec
+//	/sessions...                     Python state across turns, with POST /exec (see sessions.go)
 //	GET  /metrics                    Prometheus text format
 //
 // Every error is JSON, {"error": {"code": ..., "message": ...}}, with a
 // stable code and its status: bad_request 400, unauthorized 401,
 // approval_required/cross_origin 403, not_found/unknown_skill/
-// unknown_execution/exec_disabled 404, method_not_allowed 405,
+// unknown_execution/unknown_session/exec_disabled 404, method_not_allowed 405,
+// session_conflict 409,
 // body_too_large 413, unsupported_media_type 415, invalid_input 422 (with
-// "pointer", the first failing JSON pointer, and "violations"), busy 429,
+// "pointer", the first failing JSON pointer, and "violations"), busy and
+// too_many_sessions 429,
 // internal 500 (never with a stack trace), invalid_output and run_failed
 // 502, loading 503 (a skill still being checked: the service answers while
 // its Registry loads), timeout 504.
@@ -118,6 +121,11 @@ func New(cfg Config) (*Service, error) {
 	mux.HandleFunc("POST /skills/{name}/execute", s.handle(s.execute))
 	mux.HandleFunc("GET /executions/{id}", s.handle(s.getExecution))
 	mux.HandleFunc("POST /exec", s.handle(s.exec))
+	mux.HandleFunc("POST /sessions", s.handle(s.newSession))
+	mux.HandleFunc("GET /sessions/{id}", s.handle(s.getSession))
+	mux.HandleFunc("POST /sessions/{id}/exec", s.handle(s.sessionExec))
+	mux.HandleFunc("POST /sessions/{id}/fork", s.handle(s.forkSession))
+	mux.HandleFunc("DELETE /sessions/{id}", s.handle(s.deleteSession))
 	mux.HandleFunc("GET /metrics", s.handle(s.serveMetrics))
 	mux.HandleFunc("/", s.handle(func(w http.ResponseWriter, r *http.Request) error { return s.fallback(mux, w, r) }))
 	s.handler = s.recoverer(s.logged(s.sameOrigin(s.authorized(mux))))

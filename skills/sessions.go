@@ -1,0 +1,329 @@
+package skills
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
+)
+
+// SessionStore keeps an Executor's sessions: provenance.Store's session
+// methods. With one, a session outlives the process, and a replica sharing
+// the store can take it up.
+type SessionStore interface {
+	CreateSession(ctx context.Context, s *provenance.Session) error
+	GetSession(ctx context.Context, id string) (*provenance.Session, error)
+	UpdateSession(ctx context.Context, s *provenance.Session, prevTurn int) error
+	DeleteSession(ctx context.Context, id string) error
+	ListSessions(ctx context.Context, f provenance.SessionFilter) ([]*provenance.Session, error)
+}
+
+var (
+	// ErrNoSession is the error for a session that does not exist, or
+	// belongs to another owner: the two are not told apart.
+	ErrNoSession = errors.New("skills: no such session")
+	// ErrSessionConflict is a turn that lost a race with another turn of
+	// its session (on another replica): its state was not kept, and a
+	// retry runs from the newer state.
+	ErrSessionConflict = errors.New("skills: the session changed concurrently (another replica took a turn): retry")
+)
+
+// CodeTooManySessions is the Error code for a session refused because the
+// limit of open sessions is reached.
+const CodeTooManySessions = "too_many_sessions"
+
+// SessionInfo describes a session.
+type SessionInfo struct {
+	ID    string `json:"session_id"`
+	Turns int    `json:"turns"`
+	// StateHash identifies the state the next turn starts from.
+	StateHash string `json:"state_hash"`
+	// StateBytes is the state's size against MaxStateBytes; SavedBytes
+	// what the store keeps of it, compressed.
+	StateBytes    int64     `json:"state_bytes"`
+	MaxStateBytes int64     `json:"max_state_bytes"`
+	SavedBytes    int64     `json:"saved_bytes,omitempty"`
+	ExpiresAt     time.Time `json:"expires_at"` // unless a turn comes first
+}
+
+// live is a session open in the sandbox; mu orders its turns, saves and
+// forks, from the state the store has to the state it gets next.
+type live struct {
+	mu    sync.Mutex
+	sess  *wasmpy.Session
+	owner string
+}
+
+// sessions are the Executor's open sessions, by id.
+type sessions struct {
+	mu   sync.Mutex
+	open map[string]*live
+}
+
+// session returns the live session id of owner, open here or restored
+// from the store, locked for the caller.
+func (e *Executor) session(ctx context.Context, id, owner string) (*live, error) {
+	e.sessions.mu.Lock()
+	l, ok := e.sessions.open[id]
+	e.sessions.mu.Unlock()
+	if ok {
+		if l.owner != owner {
+			return nil, ErrNoSession
+		}
+		l.mu.Lock() // outside sessions.mu: a long turn holds only its own
+		if _, err := l.sess.Info(); err == nil {
+			return l, nil
+		}
+		l.mu.Unlock() // expired in memory: the store may still have it
+		e.sessions.mu.Lock()
+		if e.sessions.open[id] == l {
+			delete(e.sessions.open, id)
+		}
+		e.sessions.mu.Unlock()
+	}
+	if e.cfg.Sessions == nil || !provenance.ValidID(id) {
+		return nil, ErrNoSession
+	}
+	// Restored under sessions.mu, so two requests restore it once.
+	e.sessions.mu.Lock()
+	if _, ok := e.sessions.open[id]; ok { // restored meanwhile by another request
+		e.sessions.mu.Unlock()
+		return e.session(ctx, id, owner)
+	}
+	defer e.sessions.mu.Unlock()
+	saved, err := e.cfg.Sessions.GetSession(ctx, id)
+	switch {
+	case errors.Is(err, provenance.ErrNotFound):
+		return nil, ErrNoSession
+	case err != nil:
+		return nil, fmt.Errorf("skills: loading session: %w", err)
+	case saved.Owner != owner:
+		return nil, ErrNoSession
+	}
+	sess, err := e.sb.RestoreSession(ctx, bytes.NewReader(saved.State))
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	return e.track(sess, owner), nil
+}
+
+// track registers sess as open, locked for the caller; sessions.mu is
+// held.
+func (e *Executor) track(sess *wasmpy.Session, owner string) *live {
+	l := &live{sess: sess, owner: owner}
+	l.mu.Lock()
+	if e.sessions.open == nil {
+		e.sessions.open = map[string]*live{}
+	}
+	e.sessions.open[sess.ID()] = l
+	return l
+}
+
+func (e *Executor) forget(id string) {
+	e.sessions.mu.Lock()
+	if l, ok := e.sessions.open[id]; ok {
+		l.sess.Close()
+		delete(e.sessions.open, id)
+	}
+	e.sessions.mu.Unlock()
+}
+
+// sessionError makes the sandbox's refusals Errors with codes.
+func sessionError(err error) error {
+	if errors.Is(err, wasmpy.ErrTooManySessions) {
+		return &Error{Code: CodeTooManySessions, Message: err.Error()}
+	}
+	return err
+}
+
+// NewSession opens a session for owner (the token that asked; "" when the
+// service has none) and saves it to the store.
+func (e *Executor) NewSession(ctx context.Context, owner string) (*SessionInfo, error) {
+	if err := e.admitSession(ctx); err != nil {
+		return nil, err
+	}
+	sess, err := e.sb.NewSession(ctx)
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	return e.opened(ctx, sess, owner)
+}
+
+// admitSession applies the sandbox's session limits to the store, which
+// outlives any one process: it deletes the sessions idle past the TTL,
+// and refuses a new one when the store holds the most it may.
+func (e *Executor) admitSession(ctx context.Context) error {
+	if e.cfg.Sessions == nil {
+		return nil
+	}
+	lim := e.cfg.Sandbox.Sessions.Or(wasmpy.DefaultSessionLimits())
+	idle, err := e.cfg.Sessions.ListSessions(ctx, provenance.SessionFilter{UpdatedBefore: time.Now().Add(-lim.IdleTTL)})
+	if err != nil {
+		return fmt.Errorf("skills: listing sessions: %w", err)
+	}
+	for _, s := range idle {
+		e.forget(s.ID)
+		if err := e.cfg.Sessions.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, provenance.ErrNotFound) {
+			return fmt.Errorf("skills: expiring session: %w", err)
+		}
+	}
+	all, err := e.cfg.Sessions.ListSessions(ctx, provenance.SessionFilter{Limit: lim.Max})
+	if err != nil {
+		return fmt.Errorf("skills: listing sessions: %w", err)
+	}
+	if len(all) >= lim.Max {
+		return &Error{Code: CodeTooManySessions, Message: fmt.Sprintf("the service holds %d sessions, its limit: close one (DELETE /sessions/{id})", lim.Max)}
+	}
+	return nil
+}
+
+// opened registers and stores a session just made (new or forked).
+func (e *Executor) opened(ctx context.Context, sess *wasmpy.Session, owner string) (*SessionInfo, error) {
+	e.sessions.mu.Lock()
+	l := e.track(sess, owner)
+	e.sessions.mu.Unlock()
+	defer l.mu.Unlock()
+	saved, err := e.save(ctx, l, -1)
+	if err != nil {
+		e.forget(sess.ID())
+		return nil, err
+	}
+	return e.info(l, saved)
+}
+
+// save writes the session to the store: a new row (prevTurn < 0), or the
+// turn after prevTurn. Without a store it saves nothing.
+func (e *Executor) save(ctx context.Context, l *live, prevTurn int) (*provenance.Session, error) {
+	if e.cfg.Sessions == nil {
+		return nil, nil
+	}
+	info, err := l.sess.Info()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := l.sess.Save(&buf); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	saved := &provenance.Session{ID: info.ID, Owner: l.owner, Turn: info.Turns, State: buf.Bytes(), StateHash: info.StateHash,
+		Size: int64(buf.Len()), CreatedAt: now, UpdatedAt: now}
+	ctx = context.WithoutCancel(ctx) // a turn that ran is kept even if its caller left
+	if prevTurn < 0 {
+		err = e.cfg.Sessions.CreateSession(ctx, saved)
+	} else {
+		err = e.cfg.Sessions.UpdateSession(ctx, saved, prevTurn)
+	}
+	switch {
+	case errors.Is(err, provenance.ErrConflict):
+		return nil, ErrSessionConflict
+	case errors.Is(err, provenance.ErrNotFound):
+		return nil, ErrNoSession // deleted meanwhile
+	case err != nil:
+		return nil, fmt.Errorf("skills: saving session: %w", err)
+	}
+	return saved, nil
+}
+
+func (e *Executor) info(l *live, saved *provenance.Session) (*SessionInfo, error) {
+	in, err := l.sess.Info()
+	if err != nil {
+		return nil, ErrNoSession
+	}
+	out := &SessionInfo{ID: in.ID, Turns: in.Turns, StateHash: in.StateHash, StateBytes: in.StateBytes,
+		MaxStateBytes: in.MaxStateBytes, ExpiresAt: in.ExpiresAt}
+	if saved != nil {
+		out.SavedBytes = saved.Size
+	}
+	return out, nil
+}
+
+// Session describes session id of owner, or fails with ErrNoSession.
+func (e *Executor) Session(ctx context.Context, id, owner string) (*SessionInfo, error) {
+	l, err := e.session(ctx, id, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer l.mu.Unlock()
+	return e.info(l, nil)
+}
+
+// SessionExec runs req as the next turn of session id and records its
+// provenance (kind session: the session, the turn, the state's hash
+// before and after). The turn may call submit_result and the workspace's
+// file functions; its files stay in the session. The session is saved to
+// the store after the turn; a turn another replica's turn overtook fails
+// with ErrSessionConflict, its state dropped.
+func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRequest) (*Execution, error) {
+	rec, job, err := execJob(req, provenance.KindSession)
+	if err != nil {
+		return nil, err
+	}
+	job.Filename = "<session>"
+	job.Grants = []wasmpy.Capability{wasmpy.SubmitResult, wasmpy.ReadFile, wasmpy.WriteFile, wasmpy.ListFiles}
+	l, err := e.session(ctx, id, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer l.mu.Unlock()
+	before, err := l.sess.Info()
+	if err != nil {
+		return nil, ErrNoSession
+	}
+	rec.SessionID, rec.Turn, rec.StateBefore = id, before.Turns+1, before.StateHash
+	x, err := e.run(ctx, rec, job, l.sess.Run, func(x *Execution) {
+		if t := x.Result.Session; t != nil {
+			rec.Turn, rec.StateAfter = t.Turn, t.StateAfter
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.save(ctx, l, before.Turns); err != nil {
+		e.forget(id) // stale: the next request loads the store's state
+		return nil, err
+	}
+	return x, nil
+}
+
+// ForkSession opens a new session of owner from session id's state.
+func (e *Executor) ForkSession(ctx context.Context, id, owner string) (*SessionInfo, error) {
+	if err := e.admitSession(ctx); err != nil {
+		return nil, err
+	}
+	l, err := e.session(ctx, id, owner)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := l.sess.Fork()
+	l.mu.Unlock()
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	return e.opened(ctx, sess, owner)
+}
+
+// CloseSession closes session id of owner and deletes it from the store.
+func (e *Executor) CloseSession(ctx context.Context, id, owner string) error {
+	l, err := e.session(ctx, id, owner)
+	if err != nil {
+		return err
+	}
+	defer l.mu.Unlock()
+	e.forget(id)
+	if e.cfg.Sessions == nil {
+		return nil
+	}
+	if err := e.cfg.Sessions.DeleteSession(ctx, id); err != nil && !errors.Is(err, provenance.ErrNotFound) {
+		return fmt.Errorf("skills: deleting session: %w", err)
+	}
+	return nil
+}
+
+// SessionStats counts the sessions open in memory, for metrics.
+func (e *Executor) SessionStats() wasmpy.SessionStats { return e.sb.SessionStats() }
