@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -26,8 +25,9 @@ const (
 // Options configure a Generator. The zero value works: three attempts, the
 // default import allowlist and forbidden names, a required result, no cache.
 type Options struct {
-	// Model is sent with every request ("" = the LLM client's default). It
-	// is part of the cache key: set it when the cache serves several models.
+	// Model is sent with every request ("" = the LLM client's Model; one of
+	// them must be set). It is part of the cache key, with the client's
+	// base URL.
 	Model string
 	// Temperature is sent with every request (nil = the server's default).
 	Temperature *float64
@@ -67,6 +67,26 @@ type Options struct {
 	// doubled for each next one up to MaxBackoff (0 = DefaultMaxBackoff),
 	// with jitter: each delay is drawn from [d/2, d].
 	Backoff, MaxBackoff time.Duration
+	// Progress, if set, hears what the generation is doing, so that a
+	// caller can show that it is waiting and why. It is called from the
+	// goroutine of Task or Function.
+	Progress func(Progress)
+}
+
+// Steps of a Progress.
+const (
+	StepAsking     = "asking"     // a request to the LLM is on its way
+	StepRetrying   = "retrying"   // a request failed and is retried after a delay (Retry)
+	StepValidating = "validating" // the code is checked
+	StepRunning    = "running"    // the code runs (with its tests, if any)
+)
+
+// Progress is one step of a generation.
+type Progress struct {
+	Step     string
+	Attempt  int                 // 1-based; the cache's code is attempt 1 when there is some
+	Attempts int                 // the most attempts there can be
+	Retry    *hostfuncs.Retrying // for StepRetrying
 }
 
 // Generator turns tasks and signatures into validated code that runs in a
@@ -94,6 +114,12 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 	}
 	if opts.Attempts == 0 {
 		opts.Attempts = DefaultAttempts
+	}
+	if opts.Model == "" {
+		opts.Model = llm.Model()
+	}
+	if opts.Model == "" {
+		return nil, ErrNoModel
 	}
 	switch {
 	case opts.LLMRetries == 0:
@@ -194,6 +220,10 @@ type Report struct {
 	// Attempts lists every attempt, in order.
 	Attempts []Attempt `json:"attempts"`
 }
+
+// ErrNoModel is New's error when neither Options.Model nor the LLM client
+// names a model: the code cache could not tell models' code apart.
+var ErrNoModel = errors.New("codegen: no model set")
 
 // ErrBadSignature is wrapped by Function's error for a signature that is
 // not one Python def line.
@@ -333,7 +363,7 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := cacheKey(s.kind, g.opts.Model, s.prompts.text, system, user)
+	key := cacheKey(s.kind, g.llm.BaseURL(), g.opts.Model, s.prompts.text, system, user)
 	msgs := []hostfuncs.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
 	rep := &Report{Attempts: []Attempt{}}
 	var history []hostfuncs.Message // the last failed exchange, fed back
@@ -350,9 +380,11 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 		return nil
 	}
 
+	total := g.opts.Attempts
 	if e, ok := g.cache.get(key); ok {
+		total++
 		a := Attempt{Source: "cache", Code: e.Code}
-		done, err := g.try(ctx, s, &a, rep)
+		done, err := g.try(ctx, s, &a, rep, total)
 		rep.Attempts = append(rep.Attempts, a)
 		if err != nil {
 			return rep, err
@@ -371,12 +403,12 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 	}
 
 	for n := 1; n <= g.opts.Attempts; n++ {
-		resp, retries, err := g.chat(ctx, append(slices.Clone(msgs), history...))
+		resp, retries, err := g.chat(ctx, append(slices.Clone(msgs), history...), len(rep.Attempts)+1, total)
 		if err != nil {
 			return rep, err
 		}
 		a := Attempt{Source: "llm", Code: Extract(resp.Content), LLMRetries: retries, Tokens: resp.Usage.TotalTokens}
-		done, err := g.try(ctx, s, &a, rep)
+		done, err := g.try(ctx, s, &a, rep, total)
 		rep.Attempts = append(rep.Attempts, a)
 		if err != nil {
 			return rep, err
@@ -400,7 +432,8 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 
 // try validates and (unless a dry run) runs a's code, filling in a's
 // outcome; done reports success. The error is for the host's problems.
-func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report) (done bool, err error) {
+func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report, total int) (done bool, err error) {
+	n := len(rep.Attempts) + 1
 	rep.Code, rep.Result = a.Code, nil
 	a.Findings = []Finding{}
 	if strings.TrimSpace(a.Code) == "" {
@@ -409,6 +442,7 @@ func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report) (d
 		a.Feedback = "The reply held no Python code."
 		return false, nil
 	}
+	g.progress(Progress{Step: StepValidating, Attempt: n, Attempts: total})
 	findings, err := Validate(ctx, g.sb, a.Code, s.rules)
 	if err != nil {
 		return false, err
@@ -422,6 +456,7 @@ func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report) (d
 		a.Outcome = OutcomeValidated
 		return true, nil
 	}
+	g.progress(Progress{Step: StepRunning, Attempt: n, Attempts: total})
 	res, err := g.sb.Run(ctx, s.job(a.Code))
 	if err != nil {
 		return false, fmt.Errorf("codegen: running the code: %w", err)
@@ -488,36 +523,24 @@ func describeFailure(res *wasmpy.Result) string {
 
 // chat asks the LLM, retrying retryable failures with exponential backoff
 // and jitter. It returns how many retries it made.
-func (g *Generator) chat(ctx context.Context, msgs []hostfuncs.Message) (*hostfuncs.ChatResponse, int, error) {
+func (g *Generator) chat(ctx context.Context, msgs []hostfuncs.Message, attempt, attempts int) (*hostfuncs.ChatResponse, int, error) {
+	g.progress(Progress{Step: StepAsking, Attempt: attempt, Attempts: attempts})
 	req := hostfuncs.ChatRequest{Messages: msgs, Model: g.opts.Model, Temperature: g.opts.Temperature}
-	for retry := 0; ; retry++ {
-		resp, err := g.llm.Chat(ctx, req)
-		if err == nil {
-			return resp, retry, nil
-		}
-		var ce *hostfuncs.LLMCallError
-		if !errors.As(err, &ce) || !ce.Retryable || retry >= g.opts.LLMRetries || ctx.Err() != nil {
-			if retry > 0 {
-				return nil, retry, fmt.Errorf("codegen: asking the LLM (%d retries): %w", retry, err)
-			}
-			return nil, retry, fmt.Errorf("codegen: asking the LLM: %w", err)
-		}
-		t := time.NewTimer(backoff(g.opts.Backoff, g.opts.MaxBackoff, retry))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, retry, fmt.Errorf("codegen: asking the LLM: %w", ctx.Err())
-		case <-t.C:
-		}
+	policy := hostfuncs.RetryPolicy{Retries: g.opts.LLMRetries, Backoff: g.opts.Backoff, MaxBackoff: g.opts.MaxBackoff}
+	resp, retries, err := g.llm.ChatRetry(ctx, req, policy, func(r hostfuncs.Retrying) {
+		g.progress(Progress{Step: StepRetrying, Attempt: attempt, Attempts: attempts, Retry: &r})
+	})
+	switch {
+	case err == nil:
+		return resp, retries, nil
+	case retries > 0:
+		return nil, retries, fmt.Errorf("codegen: asking the LLM (%d retries): %w", retries, err)
 	}
+	return nil, retries, fmt.Errorf("codegen: asking the LLM: %w", err)
 }
 
-// backoff is the delay before retry n (0-based): base doubled n times,
-// capped at ceil, drawn from [d/2, d] so that clients do not retry in step.
-func backoff(base, ceil time.Duration, n int) time.Duration {
-	d := ceil
-	if n < 32 && base<<n > 0 && base<<n < ceil {
-		d = base << n
+func (g *Generator) progress(p Progress) {
+	if g.opts.Progress != nil {
+		g.opts.Progress(p)
 	}
-	return d/2 + rand.N(d/2+1)
 }
