@@ -33,7 +33,8 @@ type cacheEntry struct {
 	Kind     string    `json:"kind"`
 	Model    string    `json:"model"`
 	Code     string    `json:"code"`
-	Verified string    `json:"verified"` // "ran" or "validated" (a dry run)
+	Tests    string    `json:"tests,omitempty"` // the unittest module that passed with Code
+	Verified string    `json:"verified"`        // "ran" or "validated" (a dry run)
 	Created  time.Time `json:"created"`
 }
 

@@ -1,9 +1,7 @@
 package codegen
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -67,6 +65,20 @@ type Options struct {
 	// doubled for each next one up to MaxBackoff (0 = DefaultMaxBackoff),
 	// with jitter: each delay is drawn from [d/2, d].
 	Backoff, MaxBackoff time.Duration
+	// Tests asks the model for unittest tests with each function (Function
+	// only). They run in the sandbox with the signature's doctest examples
+	// (which run whatever Tests says); a failing test fails the attempt.
+	Tests bool
+	// MinQuality is what a function must reach (Function only): an attempt
+	// below it fails, with the shortfall as feedback.
+	MinQuality QualityBar
+	// Style is the code template Function renders the final function with:
+	// "typed" (the default: annotations kept, Args with types) or "simple".
+	Style string
+	// CodeTemplate, if set, overrides some or all of the embedded code
+	// templates (see CodeTemplate()): text/template source that {{define}}s
+	// "typed", "simple" or "tests".
+	CodeTemplate string
 	// Progress, if set, hears what the generation is doing, so that a
 	// caller can show that it is waiting and why. It is called from the
 	// goroutine of Task or Function.
@@ -97,6 +109,7 @@ type Generator struct {
 	opts     Options
 	task     *prompts
 	function *prompts
+	code     *prompts
 	cache    *codeCache
 }
 
@@ -108,6 +121,16 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 	}
 	if opts.Attempts < 0 {
 		return nil, fmt.Errorf("codegen: Attempts must not be negative, got %d", opts.Attempts)
+	}
+	switch opts.Style {
+	case "":
+		opts.Style = "typed"
+	case "typed", "simple":
+	default:
+		return nil, fmt.Errorf("codegen: Style %q: want typed or simple", opts.Style)
+	}
+	if opts.MinQuality.MaxComplexity < 0 || opts.MinQuality.MaxLines < 0 || opts.MinQuality.MinTests < 0 {
+		return nil, errors.New("codegen: MinQuality's numbers must not be negative")
 	}
 	if opts.Backoff < 0 || opts.MaxBackoff < 0 {
 		return nil, errors.New("codegen: Backoff and MaxBackoff must not be negative")
@@ -154,6 +177,9 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 	if g.function, err = parsePrompts("function", functionTemplate, opts.FunctionTemplate); err != nil {
 		return nil, err
 	}
+	if g.code, err = parseCode(opts.CodeTemplate); err != nil {
+		return nil, err
+	}
 	if opts.CacheDir != "" {
 		g.cache = &codeCache{dir: opts.CacheDir}
 	}
@@ -180,6 +206,9 @@ const (
 	OutcomeValidated     = "validated"      // valid; a dry run does not run it
 	OutcomeInvalid       = "invalid"        // validation found problems (Findings)
 	OutcomeMissingResult = "missing_result" // ran without calling submit_result
+	OutcomeNoTests       = "no_tests"       // Options.Tests, and the reply held none
+	OutcomeTestsFailed   = "tests_failed"   // a test failed (Tests)
+	OutcomeLowQuality    = "low_quality"    // below Options.MinQuality (Quality.Problems)
 )
 
 // Attempt is one piece of code tried: where it came from, what validation
@@ -193,6 +222,10 @@ type Attempt struct {
 	Feedback   string        `json:"feedback,omitempty"` // what the model was told of the failure
 	LLMRetries int           `json:"llm_retries"`        // retried transport failures before the reply
 	Tokens     int           `json:"tokens"`             // the reply's total tokens, as the server counts them
+	// Function's: the model's tests, how they ended, and the grades.
+	TestCode string       `json:"test_code,omitempty"`
+	Tests    []TestResult `json:"tests,omitempty"`
+	Quality  *Quality     `json:"quality,omitempty"`
 }
 
 // Summary describes the attempt's outcome in one line.
@@ -225,10 +258,6 @@ type Report struct {
 // names a model: the code cache could not tell models' code apart.
 var ErrNoModel = errors.New("codegen: no model set")
 
-// ErrBadSignature is wrapped by Function's error for a signature that is
-// not one Python def line.
-var ErrBadSignature = errors.New("codegen: bad signature")
-
 // ErrGaveUp is wrapped by the error of a generation whose every attempt failed.
 var ErrGaveUp = errors.New("codegen: no attempt succeeded")
 
@@ -260,81 +289,6 @@ func (g *Generator) Task(ctx context.Context, task string) (*Report, error) {
 	})
 }
 
-// FunctionReport is what Function did: the Report, the function's name and
-// the value it returned.
-type FunctionReport struct {
-	Report
-	Name  string          `json:"function"`
-	Value json.RawMessage `json:"value"` // JSON; null when the function did not run
-}
-
-// Function asks for the body of the function signature (a def line, with or
-// without a docstring and a body), validates the code, and calls the
-// function in the sandbox with args and kwargs (passed as JSON on stdin, not
-// pasted into the source). Report.Code is the generated source; Value is the
-// JSON of what the function returned. Validation, retries and the cache are
-// Task's; the cache is keyed by the signature, not the arguments.
-func (g *Generator) Function(ctx context.Context, signature string, args []any, kwargs map[string]any) (*FunctionReport, error) {
-	signature = strings.TrimSpace(strings.ReplaceAll(signature, "\r\n", "\n"))
-	if signature == "" {
-		return nil, fmt.Errorf("%w: it is empty", ErrBadSignature)
-	}
-	if args == nil {
-		args = []any{}
-	}
-	if kwargs == nil {
-		kwargs = map[string]any{}
-	}
-	call, err := json.Marshal(map[string]any{"args": args, "kwargs": kwargs})
-	if err != nil {
-		return nil, fmt.Errorf("codegen: the arguments are not JSON: %w", err)
-	}
-	out, err := validate(ctx, g.sb, []validateItem{{ID: "signature", Code: signature, Mode: "signature"}})
-	if err != nil {
-		return nil, err
-	}
-	if f := out.Items[0].Findings; len(f) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrBadSignature, f[0])
-	}
-	name := out.Items[0].Function
-	rules := g.rules()
-	rules.RequireDef = name
-	rules.ForbiddenNames = append(slices.Clone(rules.ForbiddenNames), "submit_result")
-	argsJSON, _ := json.Marshal(args)
-	kwargsJSON, _ := json.Marshal(kwargs)
-	rep, err := g.generate(ctx, spec{
-		kind:    "function",
-		prompts: g.function,
-		data:    promptData{Signature: signature, Function: name},
-		rules:   rules,
-		job: func(code string) wasmpy.Job {
-			return wasmpy.Job{Code: code + harness(name), Filename: "generated.py", Stdin: bytes.NewReader(append(call, '\n')),
-				Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()}
-		},
-		requireResult: true,
-		callNote: fmt.Sprintf("Called as %s(*args, **kwargs) with args = %s and kwargs = %s:\n",
-			name, truncate(string(argsJSON), 500), truncate(string(kwargsJSON), 500)),
-	})
-	if rep == nil {
-		return nil, err
-	}
-	fr := &FunctionReport{Report: *rep, Name: name, Value: json.RawMessage("null")}
-	if err == nil && rep.Result != nil {
-		fr.Value = rep.Result.Result
-	}
-	return fr, err
-}
-
-// harness calls the generated function with the JSON arguments on stdin and
-// submits what it returns. It is appended after validation, so the
-// generated code's line numbers stay its own.
-func harness(name string) string {
-	return "\n\n# --- wasmpy def: call " + name + " with the JSON arguments on stdin ---\n" +
-		"import json as _wasmpy_json\n" +
-		"_wasmpy_call = _wasmpy_json.loads(input())\n" +
-		"submit_result(" + name + "(*_wasmpy_call[\"args\"], **_wasmpy_call[\"kwargs\"]))\n"
-}
-
 func (g *Generator) rules() Rules {
 	return Rules{AllowImports: g.opts.AllowImports, ForbiddenNames: g.opts.ForbiddenNames, ForbidDunder: true}
 }
@@ -347,7 +301,8 @@ type spec struct {
 	rules         Rules
 	job           func(code string) wasmpy.Job
 	requireResult bool
-	callNote      string // prefixed to the feedback of a failed run
+	callNote      string        // prefixed to the feedback of a failed run
+	finish        *functionSpec // Function's steps between validation and the run
 }
 
 // generate is the loop: the cache, then ask, extract, validate, run, and
@@ -383,7 +338,7 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 	total := g.opts.Attempts
 	if e, ok := g.cache.get(key); ok {
 		total++
-		a := Attempt{Source: "cache", Code: e.Code}
+		a := Attempt{Source: "cache", Code: e.Code, TestCode: e.Tests}
 		done, err := g.try(ctx, s, &a, rep, total)
 		rep.Attempts = append(rep.Attempts, a)
 		if err != nil {
@@ -392,12 +347,16 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 		if done {
 			rep.Cached = true
 			if a.Outcome == OutcomeOK && e.Verified != "ran" {
-				_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Verified: "ran"})
+				_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Tests: a.TestCode, Verified: "ran"})
 			}
 			return rep, nil
 		}
 		g.cache.remove(key)
-		if err := feedback(&a, "```python\n"+a.Code+"```", len(rep.Attempts)); err != nil {
+		reply := "```python\n" + a.Code + "```"
+		if a.TestCode != "" {
+			reply += "\n\n```python\n" + a.TestCode + "```"
+		}
+		if err := feedback(&a, reply, len(rep.Attempts)); err != nil {
 			return rep, err
 		}
 	}
@@ -407,7 +366,12 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		a := Attempt{Source: "llm", Code: Extract(resp.Content), LLMRetries: retries, Tokens: resp.Usage.TotalTokens}
+		a := Attempt{Source: "llm", LLMRetries: retries, Tokens: resp.Usage.TotalTokens}
+		if s.finish != nil && g.opts.Tests {
+			a.Code, a.TestCode = ExtractWithTests(resp.Content)
+		} else {
+			a.Code = Extract(resp.Content)
+		}
 		done, err := g.try(ctx, s, &a, rep, total)
 		rep.Attempts = append(rep.Attempts, a)
 		if err != nil {
@@ -419,7 +383,7 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 				verified = "validated"
 			}
 			// A cache that cannot be written costs a later LLM call, not this result.
-			_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Verified: verified})
+			_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Tests: a.TestCode, Verified: verified})
 			return rep, nil
 		}
 		if err := feedback(&a, resp.Content, len(rep.Attempts)); err != nil {
@@ -443,14 +407,22 @@ func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report, to
 		return false, nil
 	}
 	g.progress(Progress{Step: StepValidating, Attempt: n, Attempts: total})
-	findings, err := Validate(ctx, g.sb, a.Code, s.rules)
-	if err != nil {
-		return false, err
-	}
-	if len(findings) > 0 {
-		a.Outcome, a.Findings = OutcomeInvalid, findings
-		a.Feedback = "The code did not pass the sandbox's checks:\n" + describeFindings(a.Code, findings)
-		return false, nil
+	if s.finish != nil {
+		done, err := s.finish.finish(ctx, g, a)
+		rep.Code = a.Code
+		if err != nil || !done {
+			return false, err
+		}
+	} else {
+		findings, err := Validate(ctx, g.sb, a.Code, s.rules)
+		if err != nil {
+			return false, err
+		}
+		if len(findings) > 0 {
+			a.Outcome, a.Findings = OutcomeInvalid, findings
+			a.Feedback = "The code did not pass the sandbox's checks:\n" + describeFindings(a.Code, findings)
+			return false, nil
+		}
 	}
 	if g.opts.DryRun {
 		a.Outcome = OutcomeValidated
