@@ -67,7 +67,10 @@ func (g *Generator) Function(ctx context.Context, signature string, args []any, 
 	if err != nil {
 		return nil, fmt.Errorf("codegen: the arguments are not JSON: %w", err)
 	}
-	item := validateItem{ID: "signature", Code: signature, Mode: "signature", Call: call}
+	item := validateItem{ID: "signature", Code: signature, Mode: "signature"}
+	if !g.opts.DryRun {
+		item.Call = call // a dry run calls nothing
+	}
 	out, err := validate(ctx, g.sb, []validateItem{item})
 	if err != nil {
 		return nil, err
