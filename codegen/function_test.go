@@ -163,6 +163,7 @@ func TestFunctionDoctests(t *testing.T) {
 	require.Equal(t, TestFailed, fr.Attempts[0].Tests[1].Outcome)
 	require.Contains(t, fr.Attempts[0].Tests[1].Message, "Expected:\n    4\nGot:\n    -4")
 	require.Contains(t, lastMessage(t, srv, 1), "doctest 2: square(-2) (doctest, failed)")
+	require.Equal(t, "tests_failed: 1 of 2 failed: doctest 2: square(-2)", fr.Attempts[0].Summary())
 	require.Equal(t, 2, fr.Quality.TestsPassed)
 	require.Contains(t, fr.Code, ">>> square(-2)", "the examples stay in the docstring")
 
@@ -206,6 +207,7 @@ func TestFunctionMinQuality(t *testing.T) {
 	require.Equal(t, 3, first.Quality.Complexity)
 	require.Equal(t, []string{"cyclomatic complexity 3 is above 2: simplify the branching"}, first.Quality.Problems)
 	require.Contains(t, lastMessage(t, srv, 1), "misses the quality bar")
+	require.Equal(t, "low_quality: cyclomatic complexity 3 is above 2: simplify the branching", first.Summary())
 	require.Equal(t, 1, fr.Quality.Complexity)
 	require.Empty(t, fr.Quality.Problems)
 

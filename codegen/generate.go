@@ -233,6 +233,19 @@ func (a *Attempt) Summary() string {
 	switch {
 	case a.Outcome == OutcomeInvalid && len(a.Findings) > 0:
 		return fmt.Sprintf("%s: %s", a.Outcome, a.Findings[0])
+	case a.Outcome == OutcomeLowQuality && a.Quality != nil && len(a.Quality.Problems) > 0:
+		return fmt.Sprintf("%s: %s", a.Outcome, a.Quality.Problems[0])
+	case a.Outcome == OutcomeTestsFailed:
+		var failed []string
+		for _, t := range a.Tests {
+			if t.Outcome == TestFailed || t.Outcome == TestError {
+				failed = append(failed, t.Name)
+			}
+		}
+		if len(failed) == 0 { // the tests did not load
+			return fmt.Sprintf("%s: %s", a.Outcome, strings.SplitN(a.Feedback, "\n", 2)[0])
+		}
+		return fmt.Sprintf("%s: %d of %d failed: %s", a.Outcome, len(failed), len(a.Tests), strings.Join(failed, ", "))
 	case a.Error != nil && a.Error.Type != "":
 		return fmt.Sprintf("%s: %s: %s", a.Outcome, a.Error.Type, a.Error.Message)
 	case a.Error != nil:
