@@ -145,7 +145,7 @@ type functionSpec struct {
 // template (code from the cache is final already), checks the final code
 // and the tests, runs the tests and grades the function. done is false
 // when a failed (a.Outcome and a.Feedback say why).
-func (f *functionSpec) finish(ctx context.Context, g *Generator, a *Attempt) (done bool, err error) {
+func (f *functionSpec) finish(ctx context.Context, g *Generator, a *Attempt, progress func(step string)) (done bool, err error) {
 	if a.Source == "llm" {
 		rules := f.rules
 		rules.RequireParams = f.sig.names()
@@ -200,6 +200,7 @@ func (f *functionSpec) finish(ctx context.Context, g *Generator, a *Attempt) (do
 		}
 	}
 	if !g.opts.DryRun && (a.TestCode != "" || f.sig.Doctests > 0) {
+		progress(StepTesting)
 		if done, err := g.runTests(ctx, f.sig, a); err != nil || !done {
 			return false, err
 		}

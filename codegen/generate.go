@@ -90,7 +90,8 @@ const (
 	StepAsking     = "asking"     // a request to the LLM is on its way
 	StepRetrying   = "retrying"   // a request failed and is retried after a delay (Retry)
 	StepValidating = "validating" // the code is checked
-	StepRunning    = "running"    // the code runs (with its tests, if any)
+	StepTesting    = "testing"    // a function's tests run (Function)
+	StepRunning    = "running"    // the code runs
 )
 
 // Progress is one step of a generation.
@@ -421,7 +422,9 @@ func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report, to
 	}
 	g.progress(Progress{Step: StepValidating, Attempt: n, Attempts: total})
 	if s.finish != nil {
-		done, err := s.finish.finish(ctx, g, a)
+		done, err := s.finish.finish(ctx, g, a, func(step string) {
+			g.progress(Progress{Step: step, Attempt: n, Attempts: total})
+		})
 		rep.Code = a.Code
 		if err != nil || !done {
 			return false, err

@@ -131,8 +131,9 @@ func TestDefTestsJSON(t *testing.T) {
 	tests := "import unittest\n\nclass TestAdd(unittest.TestCase):\n    def test_small(self):\n        self.assertEqual(add(2, 3), 5)\n"
 	srv := llmtest.New(t, llmtest.Reply{Content: "```python\ndef add(a, b):\n    return a + b\n```\n```python\n" + tests + "```"})
 	sig := "def add(a: int, b: int) -> int:\n    \"\"\"Adds.\n\n    >>> add(1, 1)\n    2\n    \"\"\""
-	code, out, errOut := wasmpyCLI(t, "", append([]string{"def", "--tests", "--json", "--args", "[2, 2]", "--min-quality", "complexity=3,tests=2,hints,docstring", sig}, codegenArgs(t, srv)...)...)
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"def", "--tests", "--json", "--progress", "--args", "[2, 2]", "--min-quality", "complexity=3,tests=2,hints,docstring", sig}, codegenArgs(t, srv)...)...)
 	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "wasmpy: def: attempt 1/3: running the tests…\n")
 	var got struct {
 		OK      bool `json:"ok"`
 		Value   int  `json:"value"`

@@ -39,6 +39,8 @@ func (p *progress) show(e codegen.Progress) {
 		what = fmt.Sprintf("asking the LLM… retry %d/%d in %.1fs: %s", e.Retry.Retry, e.Retry.Retries, e.Retry.Delay.Seconds(), clean(e.Retry.Cause()))
 	case codegen.StepValidating:
 		what = "checking the code…"
+	case codegen.StepTesting:
+		what = "running the tests…"
 	case codegen.StepRunning:
 		what = "running it…"
 	default:
