@@ -89,6 +89,17 @@ def add(a, b=0):
 	}
 }
 
+// Without Tests, tests the model adds anyway are left out: the function is
+// the other block, even when the tests' block is longer.
+func TestFunctionUnaskedTests(t *testing.T) {
+	srv := llmtest.New(t, pyWithTests("def add(a, b):\n    return a + b", addTests))
+	fr, err := newGen(t, srv, Options{}).Function(context.Background(), "def add(a, b):", []any{1, 2}, nil)
+	require.NoError(t, err)
+	require.JSONEq(t, "3", string(fr.Value))
+	require.Empty(t, fr.TestCode)
+	require.Empty(t, fr.Tests)
+}
+
 // A code template override replaces the templates it defines.
 func TestFunctionCodeTemplateOverride(t *testing.T) {
 	srv := llmtest.New(t, py("def double(x):\n    return 2 * x"))

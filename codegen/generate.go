@@ -381,10 +381,14 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 			return rep, err
 		}
 		a := Attempt{Source: "llm", LLMRetries: retries, Tokens: resp.Usage.TotalTokens}
-		if s.finish != nil && g.opts.Tests {
-			a.Code, a.TestCode = ExtractWithTests(resp.Content)
-		} else {
+		switch {
+		case s.finish == nil:
 			a.Code = Extract(resp.Content)
+		case g.opts.Tests:
+			a.Code, a.TestCode = ExtractWithTests(resp.Content)
+		default:
+			// Tests the model adds unasked are not the function, nor run.
+			a.Code, _ = ExtractWithTests(resp.Content)
 		}
 		done, err := g.try(ctx, s, &a, rep, total)
 		rep.Attempts = append(rep.Attempts, a)
