@@ -152,10 +152,25 @@ class HTTPTransport(Transports, unittest.TestCase):
         with self.assertRaises(ValueError):
             wasmpy.run("pass", client=self.client, files={"a": "b"})
 
-    def test_sessions_not_served_yet(self):
-        # This service has no session routes: the client says so clearly.
-        with self.assertRaises(wasmpy.NotFound):
-            self.client.session()
+    def test_sessions(self):
+        with self.client.session() as s:
+            self.assertTrue(s.id)
+            s.run("import math\ncount = 1")
+            r = wasmpy.run("count += 1\nsubmit_result([count, math.pi > 3])", session=s)
+            self.assertEqual(r.output, [2, True], "the state carried across turns")
+            self.assertEqual(s.refresh()["turns"], 2)
+            fork = s.fork()
+            self.assertNotEqual(fork.id, s.id)
+            self.assertEqual(fork.run("submit_result(count)").output, 2)
+            s.run("count = 100")
+            self.assertEqual(fork.run("submit_result(count)").output, 2, "a fork is its own")
+            fork.close()
+            with self.assertRaises(wasmpy.GuestException):
+                s.run("raise ValueError('in a session')")
+            self.assertEqual(s.run("submit_result(count)").output, 100, "a failed turn keeps the state")
+        with self.assertRaises(wasmpy.NotFound) as cm:
+            s.run("pass")
+        self.assertEqual(cm.exception.code, "unknown_session")
 
     def test_unreachable(self):
         with self.assertRaises(wasmpy.WasmpyError) as cm:

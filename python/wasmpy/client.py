@@ -96,27 +96,49 @@ class Client:
 
     def session(self) -> "Session":
         """POST /sessions: a session whose runs share interpreter state."""
-        doc = self._request("POST", "/sessions", {})
-        sid = doc.get("id") or doc.get("session_id")
+        return self._session(self._request("POST", "/sessions", {}))
+
+    def _session(self, doc: Dict[str, Any]) -> "Session":
+        sid = doc.get("session_id") or doc.get("id")
         if not sid:
-            raise WasmpyError("POST /sessions answered without a session id", doc)
-        return Session(self, str(sid))
+            raise WasmpyError("the service answered without a session id", doc)
+        return Session(self, str(sid), doc)
 
 
 class Session:
-    """A session of `wasmpy serve`: each run starts from the state the last
-    one left. Close it (or use it as a context manager) to free it."""
+    """A session of `wasmpy serve`: each run starts from the Python state
+    (variables, imports, workspace) the last one left. Close it (or use it
+    as a context manager) to free it. ``info`` is the service's last word on
+    it (turns, state_hash, state_bytes, expires_at...)."""
 
-    def __init__(self, client: Client, session_id: str) -> None:
+    def __init__(self, client: Client, session_id: str, info: Optional[Dict[str, Any]] = None) -> None:
         self.client = client
         self.id = session_id
+        self.info: Dict[str, Any] = info or {}
+
+    def __repr__(self) -> str:
+        return "Session(%r)" % self.id
+
+    def _path(self, suffix: str = "") -> str:
+        return "/sessions/" + urllib.parse.quote(self.id, safe="") + suffix
 
     def run(self, code: str, *, limits: Optional[Limits] = None, stdin: Optional[str] = None,
             check: bool = True) -> Result:
-        return self.client._run("/sessions/%s/exec" % urllib.parse.quote(self.id, safe=""), code, limits, stdin, (), check)
+        """POST /sessions/{id}/exec: one turn."""
+        return self.client._run(self._path("/exec"), code, limits, stdin, (), check)
+
+    def refresh(self) -> Dict[str, Any]:
+        """GET /sessions/{id}."""
+        self.info = self.client._request("GET", self._path())
+        return self.info
+
+    def fork(self) -> "Session":
+        """POST /sessions/{id}/fork: a new session starting from this one's state."""
+        return self.client._session(self.client._request("POST", self._path("/fork"), {}))
 
     def close(self) -> None:
-        self.client._request("DELETE", "/sessions/%s" % urllib.parse.quote(self.id, safe=""))
+        """DELETE /sessions/{id}."""
+        self.client._request("DELETE", self._path())
 
     def __enter__(self) -> "Session":
         return self

@@ -104,7 +104,7 @@ class Unauthorized(ServiceError):
 
 
 class Busy(ServiceError):
-    """Every run slot is taken and the queue is full: try again later."""
+    """Every run slot (or session) is taken and the queue is full: try again later."""
 
 
 class NotFound(ServiceError):
@@ -116,8 +116,9 @@ class InvalidInput(ServiceError):
 
 
 SERVICE_ERRORS: Dict[str, Type[ServiceError]] = {
-    "unauthorized": Unauthorized, "busy": Busy, "not_found": NotFound, "unknown_skill": NotFound,
-    "unknown_execution": NotFound, "exec_disabled": NotFound, "invalid_input": InvalidInput,
+    "unauthorized": Unauthorized, "busy": Busy, "too_many_sessions": Busy, "not_found": NotFound,
+    "unknown_skill": NotFound, "unknown_execution": NotFound, "unknown_session": NotFound,
+    "exec_disabled": NotFound, "invalid_input": InvalidInput,
 }
 
 
