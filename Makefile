@@ -8,13 +8,15 @@
 # make fuzz  runs every fuzz target (or those matching FUZZ) for FUZZTIME each
 #            (FUZZFLAGS=-parallel=1 to spare cores)
 # make soak  drives bin/wasmpy serve with mixed load for DURATION (default 30s)
+# make test-python  tests the Python client (python/) with the machine's python3
+#            against bin/wasmpy: the CLI, a real `wasmpy serve`, a fake LLM
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 
-.PHONY: all wasmpy interpreter packages test test-cpython bench fuzz soak clean
+.PHONY: all wasmpy interpreter packages test test-python test-cpython bench fuzz soak clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -39,7 +41,12 @@ test: all packages
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory soak
+
+PYTHON ?= python3
+test-python: all
+	cd python && WASMPY_BIN=$(abspath bin/wasmpy) $(PYTHON) -m unittest discover -s tests -v
 
 test-cpython: all
 	WASMPY_CPYTHON=all $(GO) test -count=1 -v -timeout 6h -run '^TestCPython$$' ./internal/cpythontest

@@ -226,7 +226,8 @@ except Exception as e:
 }
 
 func TestAskLLM(t *testing.T) {
-	srv := llmtest.New(t, llmtest.Reply{Content: "Paris"}, llmtest.Reply{Status: 429})
+	// A 400 is final (a 429 or 5xx would be retried: see hostfuncs).
+	srv := llmtest.New(t, llmtest.Reply{Content: "Paris"}, llmtest.Reply{Status: 400})
 	sb := newSandbox(t, wasmpy.Config{
 		LLM:       hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "test-model", APIKey: "k"},
 		LLMBudget: hostfuncs.LLMBudget{MaxCalls: 2},
@@ -238,7 +239,7 @@ print(ask_llm("Capital of France?", system="Answer in one word."))
 try:
     ask_llm("again")
 except wasmpy.LLMError as e:
-    print("llm error:", "429" in str(e))
+    print("llm error:", "400" in str(e))
 try:
     ask_llm("third")
 except wasmpy.BudgetExceeded as e:

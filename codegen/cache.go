@@ -13,16 +13,16 @@ import (
 )
 
 // cacheVersion changes when what a key covers or an entry holds changes.
-const cacheVersion = 1
+const cacheVersion = 2
 
 const maxCacheEntry = 16 << 20
 
 // cacheKey hashes everything that shapes the code the model writes: the
-// mode, the model, the templates and the rendered prompt (which holds the
-// task or signature and the rules).
-func cacheKey(kind, model, templates, system, user string) string {
+// mode, the server and the model, the templates and the rendered prompt
+// (which holds the task or signature and the rules).
+func cacheKey(kind, baseURL, model, templates, system, user string) string {
 	h := sha256.New()
-	b, _ := json.Marshal([]any{cacheVersion, kind, model, templates, system, user})
+	b, _ := json.Marshal([]any{cacheVersion, kind, baseURL, model, templates, system, user})
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -33,7 +33,8 @@ type cacheEntry struct {
 	Kind     string    `json:"kind"`
 	Model    string    `json:"model"`
 	Code     string    `json:"code"`
-	Verified string    `json:"verified"` // "ran" or "validated" (a dry run)
+	Tests    string    `json:"tests,omitempty"` // the unittest module that passed with Code
+	Verified string    `json:"verified"`        // "ran" or "validated" (a dry run)
 	Created  time.Time `json:"created"`
 }
 

@@ -8,8 +8,18 @@
 // tricks, a missing submit_result), run it, and on any failure ask again with
 // the error and the failing code, up to Options.Attempts times. LLM transport
 // failures (429, 5xx, timeouts) are retried separately, with exponential
-// backoff and jitter. Code that worked is cached on disk, keyed by a hash of
-// the task, the model and the templates.
+// backoff and jitter, never past the context's deadline; Options.Progress
+// hears each step and retry. Code that worked is cached on disk, keyed by a
+// hash of the task, the server, the model and the templates.
+//
+// Function also checks the arguments against the signature before asking
+// anything (ErrBadArguments), renders the final function from a code
+// template (CodeTemplate: typed or simple, a docstring with Args and
+// Returns), runs the docstring's doctest examples and, with Options.Tests,
+// the model's unittest tests in the sandbox, and grades the function
+// (Quality: findings, tests, size, cyclomatic complexity, type hints,
+// docstring); failing tests and a missed Options.MinQuality are fed back
+// like a failed run.
 //
 //	sb, _ := wasmpy.New(ctx, wasmpy.Config{})
 //	llm := hostfuncs.NewLLM(hostfuncs.LLMConfigFromEnv(os.Getenv))
@@ -18,7 +28,7 @@
 //	fmt.Println(rep.Code, string(rep.Result.Result)) // [2,3,5,...]
 //
 //	fr, err := gen.Function(ctx, "def add(a: int, b: int) -> int:", []any{2, 3}, nil)
-//	fmt.Println(string(fr.Value)) // 5
+//	fmt.Println(string(fr.Value), fr.Quality.Complexity) // 5 1
 //
 // Nets are read from YAML (ParseNet), their inscriptions and guards checked
 // in the sandbox (Check), and built into a Python artifact (Build): one

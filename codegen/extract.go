@@ -22,16 +22,42 @@ import (
 // alternatives. The prompts ask for exactly one block, so the choice rarely
 // matters. A block's indentation (the fence's) is removed from its lines.
 func Extract(reply string) string {
+	return choose(fencedBlocks(reply), reply)
+}
+
+// ExtractWithTests splits a reply holding a function and its tests: the
+// tests are the last block that defines a unittest.TestCase, the code is
+// Extract's choice among the other blocks.
+func ExtractWithTests(reply string) (code, tests string) {
+	blocks := fencedBlocks(reply)
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if b := blocks[i]; b.lang != "other" && strings.Contains(b.code, "TestCase") && len(blocks) > 1 {
+			tests = b.code
+			blocks = append(blocks[:i:i], blocks[i+1:]...)
+			break
+		}
+	}
+	return choose(blocks, reply), tests
+}
+
+// block is one fenced block: its language ("python", "" untagged, or
+// "other") and its code.
+type block struct{ lang, code string }
+
+// fencedBlocks returns the reply's non-empty fenced blocks, in order; nil
+// when the reply has no fence at all.
+func fencedBlocks(reply string) []block {
 	reply = strings.ReplaceAll(reply, "\r\n", "\n")
 	lines := strings.Split(reply, "\n")
-	var python, untagged string
-	var fenced bool
+	blocks := []block(nil)
 	for i := 0; i < len(lines); i++ {
 		indent, char, n, info, ok := fenceOpen(lines[i])
 		if !ok {
 			continue
 		}
-		fenced = true
+		if blocks == nil {
+			blocks = []block{}
+		}
 		var body []string
 		j := i + 1
 		for ; j < len(lines); j++ {
@@ -45,15 +71,27 @@ func Extract(reply string) string {
 		if strings.TrimSpace(code) == "" {
 			continue
 		}
-		switch lang := strings.ToLower(firstWord(info)); lang {
+		lang := "other"
+		switch strings.ToLower(firstWord(info)) {
 		case "python", "py", "python3", "py3":
-			if len(code) > len(python) {
-				python = code
-			}
+			lang = "python"
 		case "":
-			if len(code) > len(untagged) {
-				untagged = code
-			}
+			lang = ""
+		}
+		blocks = append(blocks, block{lang, code})
+	}
+	return blocks
+}
+
+// choose is Extract's choice among blocks (nil: the reply had no fence).
+func choose(blocks []block, reply string) string {
+	var python, untagged string
+	for _, b := range blocks {
+		switch {
+		case b.lang == "python" && len(b.code) > len(python):
+			python = b.code
+		case b.lang == "" && len(b.code) > len(untagged):
+			untagged = b.code
 		}
 	}
 	switch {
@@ -61,7 +99,7 @@ func Extract(reply string) string {
 		return python
 	case untagged != "":
 		return untagged
-	case fenced:
+	case blocks != nil:
 		return ""
 	}
 	code := strings.TrimSpace(reply)

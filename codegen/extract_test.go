@@ -55,3 +55,20 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+func TestExtractWithTests(t *testing.T) {
+	fn := "def f():\n    return 1\n"
+	tests := "import unittest\n\nclass T(unittest.TestCase):\n    def test_f(self):\n        self.assertEqual(f(), 1)\n"
+	for name, tt := range map[string]struct{ reply, code, tests string }{
+		"two blocks":       {"```python\n" + fn + "```\n```python\n" + tests + "```", fn, tests},
+		"tests first":      {"```py\n" + tests + "```\ntext\n```python\n" + fn + "```", fn, tests},
+		"one block":        {"```python\n" + fn + "```", fn, ""},
+		"only tests":       {"```python\n" + tests + "```", tests, ""},
+		"no fence":         {fn, fn, ""},
+		"another language": {"```python\n" + fn + "```\n```text\nclass X(TestCase)\n```", fn, ""},
+	} {
+		code, gotTests := ExtractWithTests(tt.reply)
+		require.Equal(t, tt.code, code, name)
+		require.Equal(t, tt.tests, gotTests, name)
+	}
+}

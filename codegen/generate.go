@@ -1,12 +1,9 @@
 package codegen
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -26,8 +23,9 @@ const (
 // Options configure a Generator. The zero value works: three attempts, the
 // default import allowlist and forbidden names, a required result, no cache.
 type Options struct {
-	// Model is sent with every request ("" = the LLM client's default). It
-	// is part of the cache key: set it when the cache serves several models.
+	// Model is sent with every request ("" = the LLM client's Model; one of
+	// them must be set). It is part of the cache key, with the client's
+	// base URL.
 	Model string
 	// Temperature is sent with every request (nil = the server's default).
 	Temperature *float64
@@ -67,6 +65,41 @@ type Options struct {
 	// doubled for each next one up to MaxBackoff (0 = DefaultMaxBackoff),
 	// with jitter: each delay is drawn from [d/2, d].
 	Backoff, MaxBackoff time.Duration
+	// Tests asks the model for unittest tests with each function (Function
+	// only). They run in the sandbox with the signature's doctest examples
+	// (which run whatever Tests says); a failing test fails the attempt.
+	Tests bool
+	// MinQuality is what a function must reach (Function only): an attempt
+	// below it fails, with the shortfall as feedback.
+	MinQuality QualityBar
+	// Style is the code template Function renders the final function with:
+	// "typed" (the default: annotations kept, Args with types) or "simple".
+	Style string
+	// CodeTemplate, if set, overrides some or all of the embedded code
+	// templates (see CodeTemplate()): text/template source that {{define}}s
+	// "typed", "simple" or "tests".
+	CodeTemplate string
+	// Progress, if set, hears what the generation is doing, so that a
+	// caller can show that it is waiting and why. It is called from the
+	// goroutine of Task or Function.
+	Progress func(Progress)
+}
+
+// Steps of a Progress.
+const (
+	StepAsking     = "asking"     // a request to the LLM is on its way
+	StepRetrying   = "retrying"   // a request failed and is retried after a delay (Retry)
+	StepValidating = "validating" // the code is checked
+	StepTesting    = "testing"    // a function's tests run (Function)
+	StepRunning    = "running"    // the code runs
+)
+
+// Progress is one step of a generation.
+type Progress struct {
+	Step     string
+	Attempt  int                 // 1-based; the cache's code is attempt 1 when there is some
+	Attempts int                 // the most attempts there can be
+	Retry    *hostfuncs.Retrying // for StepRetrying
 }
 
 // Generator turns tasks and signatures into validated code that runs in a
@@ -77,6 +110,7 @@ type Generator struct {
 	opts     Options
 	task     *prompts
 	function *prompts
+	code     *prompts
 	cache    *codeCache
 }
 
@@ -89,11 +123,27 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 	if opts.Attempts < 0 {
 		return nil, fmt.Errorf("codegen: Attempts must not be negative, got %d", opts.Attempts)
 	}
+	switch opts.Style {
+	case "":
+		opts.Style = "typed"
+	case "typed", "simple":
+	default:
+		return nil, fmt.Errorf("codegen: Style %q: want typed or simple", opts.Style)
+	}
+	if opts.MinQuality.MaxComplexity < 0 || opts.MinQuality.MaxLines < 0 || opts.MinQuality.MinTests < 0 {
+		return nil, errors.New("codegen: MinQuality's numbers must not be negative")
+	}
 	if opts.Backoff < 0 || opts.MaxBackoff < 0 {
 		return nil, errors.New("codegen: Backoff and MaxBackoff must not be negative")
 	}
 	if opts.Attempts == 0 {
 		opts.Attempts = DefaultAttempts
+	}
+	if opts.Model == "" {
+		opts.Model = llm.Model()
+	}
+	if opts.Model == "" {
+		return nil, ErrNoModel
 	}
 	switch {
 	case opts.LLMRetries == 0:
@@ -128,6 +178,9 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 	if g.function, err = parsePrompts("function", functionTemplate, opts.FunctionTemplate); err != nil {
 		return nil, err
 	}
+	if g.code, err = parseCode(opts.CodeTemplate); err != nil {
+		return nil, err
+	}
 	if opts.CacheDir != "" {
 		g.cache = &codeCache{dir: opts.CacheDir}
 	}
@@ -154,6 +207,9 @@ const (
 	OutcomeValidated     = "validated"      // valid; a dry run does not run it
 	OutcomeInvalid       = "invalid"        // validation found problems (Findings)
 	OutcomeMissingResult = "missing_result" // ran without calling submit_result
+	OutcomeNoTests       = "no_tests"       // Options.Tests, and the reply held none
+	OutcomeTestsFailed   = "tests_failed"   // a test failed (Tests)
+	OutcomeLowQuality    = "low_quality"    // below Options.MinQuality (Quality.Problems)
 )
 
 // Attempt is one piece of code tried: where it came from, what validation
@@ -167,6 +223,10 @@ type Attempt struct {
 	Feedback   string        `json:"feedback,omitempty"` // what the model was told of the failure
 	LLMRetries int           `json:"llm_retries"`        // retried transport failures before the reply
 	Tokens     int           `json:"tokens"`             // the reply's total tokens, as the server counts them
+	// Function's: the model's tests, how they ended, and the grades.
+	TestCode string       `json:"test_code,omitempty"`
+	Tests    []TestResult `json:"tests,omitempty"`
+	Quality  *Quality     `json:"quality,omitempty"`
 }
 
 // Summary describes the attempt's outcome in one line.
@@ -174,6 +234,19 @@ func (a *Attempt) Summary() string {
 	switch {
 	case a.Outcome == OutcomeInvalid && len(a.Findings) > 0:
 		return fmt.Sprintf("%s: %s", a.Outcome, a.Findings[0])
+	case a.Outcome == OutcomeLowQuality && a.Quality != nil && len(a.Quality.Problems) > 0:
+		return fmt.Sprintf("%s: %s", a.Outcome, a.Quality.Problems[0])
+	case a.Outcome == OutcomeTestsFailed:
+		var failed []string
+		for _, t := range a.Tests {
+			if t.Outcome == TestFailed || t.Outcome == TestError {
+				failed = append(failed, t.Name)
+			}
+		}
+		if len(failed) == 0 { // the tests did not load
+			return fmt.Sprintf("%s: %s", a.Outcome, strings.SplitN(a.Feedback, "\n", 2)[0])
+		}
+		return fmt.Sprintf("%s: %d of %d failed: %s", a.Outcome, len(failed), len(a.Tests), strings.Join(failed, ", "))
 	case a.Error != nil && a.Error.Type != "":
 		return fmt.Sprintf("%s: %s: %s", a.Outcome, a.Error.Type, a.Error.Message)
 	case a.Error != nil:
@@ -195,9 +268,9 @@ type Report struct {
 	Attempts []Attempt `json:"attempts"`
 }
 
-// ErrBadSignature is wrapped by Function's error for a signature that is
-// not one Python def line.
-var ErrBadSignature = errors.New("codegen: bad signature")
+// ErrNoModel is New's error when neither Options.Model nor the LLM client
+// names a model: the code cache could not tell models' code apart.
+var ErrNoModel = errors.New("codegen: no model set")
 
 // ErrGaveUp is wrapped by the error of a generation whose every attempt failed.
 var ErrGaveUp = errors.New("codegen: no attempt succeeded")
@@ -230,81 +303,6 @@ func (g *Generator) Task(ctx context.Context, task string) (*Report, error) {
 	})
 }
 
-// FunctionReport is what Function did: the Report, the function's name and
-// the value it returned.
-type FunctionReport struct {
-	Report
-	Name  string          `json:"function"`
-	Value json.RawMessage `json:"value"` // JSON; null when the function did not run
-}
-
-// Function asks for the body of the function signature (a def line, with or
-// without a docstring and a body), validates the code, and calls the
-// function in the sandbox with args and kwargs (passed as JSON on stdin, not
-// pasted into the source). Report.Code is the generated source; Value is the
-// JSON of what the function returned. Validation, retries and the cache are
-// Task's; the cache is keyed by the signature, not the arguments.
-func (g *Generator) Function(ctx context.Context, signature string, args []any, kwargs map[string]any) (*FunctionReport, error) {
-	signature = strings.TrimSpace(strings.ReplaceAll(signature, "\r\n", "\n"))
-	if signature == "" {
-		return nil, fmt.Errorf("%w: it is empty", ErrBadSignature)
-	}
-	if args == nil {
-		args = []any{}
-	}
-	if kwargs == nil {
-		kwargs = map[string]any{}
-	}
-	call, err := json.Marshal(map[string]any{"args": args, "kwargs": kwargs})
-	if err != nil {
-		return nil, fmt.Errorf("codegen: the arguments are not JSON: %w", err)
-	}
-	out, err := validate(ctx, g.sb, []validateItem{{ID: "signature", Code: signature, Mode: "signature"}})
-	if err != nil {
-		return nil, err
-	}
-	if f := out.Items[0].Findings; len(f) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrBadSignature, f[0])
-	}
-	name := out.Items[0].Function
-	rules := g.rules()
-	rules.RequireDef = name
-	rules.ForbiddenNames = append(slices.Clone(rules.ForbiddenNames), "submit_result")
-	argsJSON, _ := json.Marshal(args)
-	kwargsJSON, _ := json.Marshal(kwargs)
-	rep, err := g.generate(ctx, spec{
-		kind:    "function",
-		prompts: g.function,
-		data:    promptData{Signature: signature, Function: name},
-		rules:   rules,
-		job: func(code string) wasmpy.Job {
-			return wasmpy.Job{Code: code + harness(name), Filename: "generated.py", Stdin: bytes.NewReader(append(call, '\n')),
-				Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()}
-		},
-		requireResult: true,
-		callNote: fmt.Sprintf("Called as %s(*args, **kwargs) with args = %s and kwargs = %s:\n",
-			name, truncate(string(argsJSON), 500), truncate(string(kwargsJSON), 500)),
-	})
-	if rep == nil {
-		return nil, err
-	}
-	fr := &FunctionReport{Report: *rep, Name: name, Value: json.RawMessage("null")}
-	if err == nil && rep.Result != nil {
-		fr.Value = rep.Result.Result
-	}
-	return fr, err
-}
-
-// harness calls the generated function with the JSON arguments on stdin and
-// submits what it returns. It is appended after validation, so the
-// generated code's line numbers stay its own.
-func harness(name string) string {
-	return "\n\n# --- wasmpy def: call " + name + " with the JSON arguments on stdin ---\n" +
-		"import json as _wasmpy_json\n" +
-		"_wasmpy_call = _wasmpy_json.loads(input())\n" +
-		"submit_result(" + name + "(*_wasmpy_call[\"args\"], **_wasmpy_call[\"kwargs\"]))\n"
-}
-
 func (g *Generator) rules() Rules {
 	return Rules{AllowImports: g.opts.AllowImports, ForbiddenNames: g.opts.ForbiddenNames, ForbidDunder: true}
 }
@@ -317,7 +315,8 @@ type spec struct {
 	rules         Rules
 	job           func(code string) wasmpy.Job
 	requireResult bool
-	callNote      string // prefixed to the feedback of a failed run
+	callNote      string        // prefixed to the feedback of a failed run
+	finish        *functionSpec // Function's steps between validation and the run
 }
 
 // generate is the loop: the cache, then ask, extract, validate, run, and
@@ -333,7 +332,7 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := cacheKey(s.kind, g.opts.Model, s.prompts.text, system, user)
+	key := cacheKey(s.kind, g.llm.BaseURL(), g.opts.Model, s.prompts.text, system, user)
 	msgs := []hostfuncs.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
 	rep := &Report{Attempts: []Attempt{}}
 	var history []hostfuncs.Message // the last failed exchange, fed back
@@ -350,9 +349,11 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 		return nil
 	}
 
+	total := g.opts.Attempts
 	if e, ok := g.cache.get(key); ok {
-		a := Attempt{Source: "cache", Code: e.Code}
-		done, err := g.try(ctx, s, &a, rep)
+		total++
+		a := Attempt{Source: "cache", Code: e.Code, TestCode: e.Tests}
+		done, err := g.try(ctx, s, &a, rep, total)
 		rep.Attempts = append(rep.Attempts, a)
 		if err != nil {
 			return rep, err
@@ -360,23 +361,36 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 		if done {
 			rep.Cached = true
 			if a.Outcome == OutcomeOK && e.Verified != "ran" {
-				_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Verified: "ran"})
+				_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Tests: a.TestCode, Verified: "ran"})
 			}
 			return rep, nil
 		}
 		g.cache.remove(key)
-		if err := feedback(&a, "```python\n"+a.Code+"```", len(rep.Attempts)); err != nil {
+		reply := "```python\n" + a.Code + "```"
+		if a.TestCode != "" {
+			reply += "\n\n```python\n" + a.TestCode + "```"
+		}
+		if err := feedback(&a, reply, len(rep.Attempts)); err != nil {
 			return rep, err
 		}
 	}
 
 	for n := 1; n <= g.opts.Attempts; n++ {
-		resp, retries, err := g.chat(ctx, append(slices.Clone(msgs), history...))
+		resp, retries, err := g.chat(ctx, append(slices.Clone(msgs), history...), len(rep.Attempts)+1, total)
 		if err != nil {
 			return rep, err
 		}
-		a := Attempt{Source: "llm", Code: Extract(resp.Content), LLMRetries: retries, Tokens: resp.Usage.TotalTokens}
-		done, err := g.try(ctx, s, &a, rep)
+		a := Attempt{Source: "llm", LLMRetries: retries, Tokens: resp.Usage.TotalTokens}
+		switch {
+		case s.finish == nil:
+			a.Code = Extract(resp.Content)
+		case g.opts.Tests:
+			a.Code, a.TestCode = ExtractWithTests(resp.Content)
+		default:
+			// Tests the model adds unasked are not the function, nor run.
+			a.Code, _ = ExtractWithTests(resp.Content)
+		}
+		done, err := g.try(ctx, s, &a, rep, total)
 		rep.Attempts = append(rep.Attempts, a)
 		if err != nil {
 			return rep, err
@@ -387,7 +401,7 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 				verified = "validated"
 			}
 			// A cache that cannot be written costs a later LLM call, not this result.
-			_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Verified: verified})
+			_ = g.cache.put(key, cacheEntry{Kind: s.kind, Model: g.opts.Model, Code: a.Code, Tests: a.TestCode, Verified: verified})
 			return rep, nil
 		}
 		if err := feedback(&a, resp.Content, len(rep.Attempts)); err != nil {
@@ -400,7 +414,8 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 
 // try validates and (unless a dry run) runs a's code, filling in a's
 // outcome; done reports success. The error is for the host's problems.
-func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report) (done bool, err error) {
+func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report, total int) (done bool, err error) {
+	n := len(rep.Attempts) + 1
 	rep.Code, rep.Result = a.Code, nil
 	a.Findings = []Finding{}
 	if strings.TrimSpace(a.Code) == "" {
@@ -409,19 +424,31 @@ func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report) (d
 		a.Feedback = "The reply held no Python code."
 		return false, nil
 	}
-	findings, err := Validate(ctx, g.sb, a.Code, s.rules)
-	if err != nil {
-		return false, err
-	}
-	if len(findings) > 0 {
-		a.Outcome, a.Findings = OutcomeInvalid, findings
-		a.Feedback = "The code did not pass the sandbox's checks:\n" + describeFindings(a.Code, findings)
-		return false, nil
+	g.progress(Progress{Step: StepValidating, Attempt: n, Attempts: total})
+	if s.finish != nil {
+		done, err := s.finish.finish(ctx, g, a, func(step string) {
+			g.progress(Progress{Step: step, Attempt: n, Attempts: total})
+		})
+		rep.Code = a.Code
+		if err != nil || !done {
+			return false, err
+		}
+	} else {
+		findings, err := Validate(ctx, g.sb, a.Code, s.rules)
+		if err != nil {
+			return false, err
+		}
+		if len(findings) > 0 {
+			a.Outcome, a.Findings = OutcomeInvalid, findings
+			a.Feedback = "The code did not pass the sandbox's checks:\n" + describeFindings(a.Code, findings)
+			return false, nil
+		}
 	}
 	if g.opts.DryRun {
 		a.Outcome = OutcomeValidated
 		return true, nil
 	}
+	g.progress(Progress{Step: StepRunning, Attempt: n, Attempts: total})
 	res, err := g.sb.Run(ctx, s.job(a.Code))
 	if err != nil {
 		return false, fmt.Errorf("codegen: running the code: %w", err)
@@ -488,36 +515,24 @@ func describeFailure(res *wasmpy.Result) string {
 
 // chat asks the LLM, retrying retryable failures with exponential backoff
 // and jitter. It returns how many retries it made.
-func (g *Generator) chat(ctx context.Context, msgs []hostfuncs.Message) (*hostfuncs.ChatResponse, int, error) {
+func (g *Generator) chat(ctx context.Context, msgs []hostfuncs.Message, attempt, attempts int) (*hostfuncs.ChatResponse, int, error) {
+	g.progress(Progress{Step: StepAsking, Attempt: attempt, Attempts: attempts})
 	req := hostfuncs.ChatRequest{Messages: msgs, Model: g.opts.Model, Temperature: g.opts.Temperature}
-	for retry := 0; ; retry++ {
-		resp, err := g.llm.Chat(ctx, req)
-		if err == nil {
-			return resp, retry, nil
-		}
-		var ce *hostfuncs.LLMCallError
-		if !errors.As(err, &ce) || !ce.Retryable || retry >= g.opts.LLMRetries || ctx.Err() != nil {
-			if retry > 0 {
-				return nil, retry, fmt.Errorf("codegen: asking the LLM (%d retries): %w", retry, err)
-			}
-			return nil, retry, fmt.Errorf("codegen: asking the LLM: %w", err)
-		}
-		t := time.NewTimer(backoff(g.opts.Backoff, g.opts.MaxBackoff, retry))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, retry, fmt.Errorf("codegen: asking the LLM: %w", ctx.Err())
-		case <-t.C:
-		}
+	policy := hostfuncs.RetryPolicy{Retries: g.opts.LLMRetries, Backoff: g.opts.Backoff, MaxBackoff: g.opts.MaxBackoff}
+	resp, retries, err := g.llm.ChatRetry(ctx, req, policy, func(r hostfuncs.Retrying) {
+		g.progress(Progress{Step: StepRetrying, Attempt: attempt, Attempts: attempts, Retry: &r})
+	})
+	switch {
+	case err == nil:
+		return resp, retries, nil
+	case retries > 0:
+		return nil, retries, fmt.Errorf("codegen: asking the LLM (%d retries): %w", retries, err)
 	}
+	return nil, retries, fmt.Errorf("codegen: asking the LLM: %w", err)
 }
 
-// backoff is the delay before retry n (0-based): base doubled n times,
-// capped at ceil, drawn from [d/2, d] so that clients do not retry in step.
-func backoff(base, ceil time.Duration, n int) time.Duration {
-	d := ceil
-	if n < 32 && base<<n > 0 && base<<n < ceil {
-		d = base << n
+func (g *Generator) progress(p Progress) {
+	if g.opts.Progress != nil {
+		g.opts.Progress(p)
 	}
-	return d/2 + rand.N(d/2+1)
 }

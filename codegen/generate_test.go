@@ -167,17 +167,40 @@ func TestLLMErrors(t *testing.T) {
 		require.Len(t, srv.Requests(), 1)
 	})
 	t.Run("not configured", func(t *testing.T) {
-		g, err := New(testSandbox(t), hostfuncs.NewLLM(hostfuncs.LLMConfig{}), Options{})
+		g, err := New(testSandbox(t), hostfuncs.NewLLM(hostfuncs.LLMConfig{}), Options{Model: "m"})
 		require.NoError(t, err)
 		_, err = g.Task(context.Background(), "x")
 		require.ErrorIs(t, err, hostfuncs.ErrLLMNotConfigured)
 	})
 	t.Run("canceled during backoff", func(t *testing.T) {
 		srv := llmtest.New(t, llmtest.Reply{Status: 429}, py(goodTask))
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, err := newGen(t, srv, Options{Backoff: time.Hour, MaxBackoff: time.Hour, Progress: func(p Progress) {
+			if p.Step == StepRetrying {
+				cancel()
+			}
+		}}).Task(ctx, "x")
+		require.ErrorIs(t, err, context.Canceled)
+		require.Len(t, srv.Requests(), 1)
+	})
+	// A slow server under --timeout 1s: the delay would end past the
+	// deadline, so the failure comes at once instead of after the wait.
+	t.Run("no backoff past the deadline", func(t *testing.T) {
+		srv := llmtest.New(t, llmtest.Reply{Status: 503}, py(goodTask))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_, err := newGen(t, srv, Options{Backoff: time.Hour, MaxBackoff: time.Hour}).Task(ctx, "x")
-		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "status 503")
+		require.NoError(t, ctx.Err())
+		require.Len(t, srv.Requests(), 1)
+	})
+	t.Run("no model", func(t *testing.T) {
+		_, err := New(testSandbox(t), hostfuncs.NewLLM(hostfuncs.LLMConfig{BaseURL: "http://x/v1"}), Options{})
+		require.ErrorIs(t, err, ErrNoModel)
+		g, err := New(testSandbox(t), hostfuncs.NewLLM(hostfuncs.LLMConfig{BaseURL: "http://x/v1", Model: "m"}), Options{})
+		require.NoError(t, err, "the client's model will do")
+		require.Equal(t, "m", g.opts.Model)
 	})
 }
 

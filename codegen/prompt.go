@@ -12,6 +12,8 @@ var (
 	taskTemplate string
 	//go:embed templates/function.tmpl
 	functionTemplate string
+	//go:embed templates/code.tmpl
+	codeTemplate string
 )
 
 // TaskTemplate returns the embedded prompt template of Generator.Task, a
@@ -22,10 +24,37 @@ func TaskTemplate() string { return taskTemplate }
 // Generator.Function, a starting point for Options.FunctionTemplate.
 func FunctionTemplate() string { return functionTemplate }
 
-// templateNames are the templates a prompt set defines.
-var templateNames = []string{"system", "user", "retry"}
+// CodeTemplate returns the embedded template of the code Generator.Function
+// hands back ("typed", "simple") and of the test scaffold ("tests"), a
+// starting point for Options.CodeTemplate.
+func CodeTemplate() string { return codeTemplate }
 
-var templateFuncs = template.FuncMap{"join": strings.Join}
+// promptNames are the templates a prompt set defines; codeNames the code
+// template's.
+var (
+	promptNames = []string{"system", "user", "retry"}
+	codeNames   = []string{"typed", "simple", "tests"}
+)
+
+var templateFuncs = template.FuncMap{"join": strings.Join, "pydoc": pydoc, "indent": indent}
+
+// pydoc escapes text for the inside of a """ docstring.
+func pydoc(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `"""`, `\"\"\"`)
+}
+
+// indent indents every line of s but the first by n spaces (blank lines stay
+// empty), for text that continues an indented line.
+func indent(n int, s string) string {
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(s, "\n")
+	for i := 1; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) != "" {
+			lines[i] = pad + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
 
 // promptData is what the templates see.
 type promptData struct {
@@ -39,6 +68,11 @@ type promptData struct {
 	Attempt int
 	Code    string
 	Problem string
+	// Function's: whether tests are asked for, the test scaffold, and how
+	// many doctest examples the signature holds.
+	Tests        bool
+	TestScaffold string
+	Doctests     int
 }
 
 // prompts is one mode's parsed templates.
@@ -48,9 +82,19 @@ type prompts struct {
 	text string // the embedded text and the override, for the cache key
 }
 
-// parsePrompts parses the embedded templates, then the override, whose
-// {{define}}s replace the embedded ones of the same name.
+// parsePrompts parses a prompt set: parseTemplates with the prompts' names
+// and sample data.
 func parsePrompts(kind, embedded, override string) (*prompts, error) {
+	sample := promptData{Task: "t", Signature: "def f(x):", Function: "f", AllowImports: []string{"math"},
+		ForbiddenNames: []string{"eval"}, ResultRequired: true, Attempt: 1, Code: "pass\n", Problem: "p",
+		Tests: true, TestScaffold: "import unittest\n", Doctests: 1}
+	return parseTemplates(kind, embedded, override, promptNames, sample)
+}
+
+// parseTemplates parses the embedded templates, then the override, whose
+// {{define}}s replace the embedded ones of the same name, and renders each
+// of names once with sample, so that a template that cannot run fails now.
+func parseTemplates(kind, embedded, override string, names []string, sample any) (*prompts, error) {
 	t, err := template.New(kind).Funcs(templateFuncs).Option("missingkey=error").Parse(embedded)
 	if err != nil {
 		return nil, fmt.Errorf("codegen: %s template: %w", kind, err)
@@ -61,21 +105,19 @@ func parsePrompts(kind, embedded, override string) (*prompts, error) {
 			return nil, fmt.Errorf("codegen: %s template override: %w", kind, err)
 		}
 		defined := false
-		for _, name := range templateNames {
+		for _, name := range names {
 			defined = defined || probe.Lookup(name) != nil
 		}
 		if !defined {
-			return nil, fmt.Errorf(`codegen: %s template override defines none of "system", "user", "retry": wrap the text in {{define "system"}}...{{end}}`, kind)
+			return nil, fmt.Errorf(`codegen: %s template override defines none of "%s": wrap the text in {{define "%s"}}...{{end}}`,
+				kind, strings.Join(names, `", "`), names[0])
 		}
 		if _, err := t.New("override").Parse(override); err != nil {
 			return nil, fmt.Errorf("codegen: %s template override: %w", kind, err)
 		}
 	}
 	p := &prompts{kind: kind, t: t, text: embedded + "\x00" + override}
-	// Render once with sample data, so a template that cannot run fails now.
-	sample := promptData{Task: "t", Signature: "def f(x):", Function: "f", AllowImports: []string{"math"},
-		ForbiddenNames: []string{"eval"}, ResultRequired: true, Attempt: 1, Code: "pass\n", Problem: "p"}
-	for _, name := range templateNames {
+	for _, name := range names {
 		if _, err := p.render(name, sample); err != nil {
 			return nil, err
 		}
@@ -83,7 +125,7 @@ func parsePrompts(kind, embedded, override string) (*prompts, error) {
 	return p, nil
 }
 
-func (p *prompts) render(name string, data promptData) (string, error) {
+func (p *prompts) render(name string, data any) (string, error) {
 	var b strings.Builder
 	if err := p.t.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("codegen: %s template: %w", p.kind, err)

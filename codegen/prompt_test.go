@@ -1,12 +1,18 @@
 package codegen
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
 )
 
 func TestEmbeddedTemplates(t *testing.T) {
@@ -64,12 +70,13 @@ func TestTemplateOverride(t *testing.T) {
 func TestCache(t *testing.T) {
 	dir := t.TempDir()
 	c := &codeCache{dir: filepath.Join(dir, "sub")}
-	k1 := cacheKey("task", "m1", "tmpl", "sys", "task A")
+	k1 := cacheKey("task", "http://a/v1", "m1", "tmpl", "sys", "task A")
 	require.Len(t, k1, 64)
-	require.NotEqual(t, k1, cacheKey("task", "m2", "tmpl", "sys", "task A"), "the model is part of the key")
-	require.NotEqual(t, k1, cacheKey("task", "m1", "tmpl2", "sys", "task A"), "the template is part of the key")
-	require.NotEqual(t, k1, cacheKey("task", "m1", "tmpl", "sys", "task B"), "the task is part of the key")
-	require.NotEqual(t, k1, cacheKey("function", "m1", "tmpl", "sys", "task A"), "the mode is part of the key")
+	require.NotEqual(t, k1, cacheKey("task", "http://b/v1", "m1", "tmpl", "sys", "task A"), "the server is part of the key")
+	require.NotEqual(t, k1, cacheKey("task", "http://a/v1", "m2", "tmpl", "sys", "task A"), "the model is part of the key")
+	require.NotEqual(t, k1, cacheKey("task", "http://a/v1", "m1", "tmpl2", "sys", "task A"), "the template is part of the key")
+	require.NotEqual(t, k1, cacheKey("task", "http://a/v1", "m1", "tmpl", "sys", "task B"), "the task is part of the key")
+	require.NotEqual(t, k1, cacheKey("function", "http://a/v1", "m1", "tmpl", "sys", "task A"), "the mode is part of the key")
 
 	_, ok := c.get(k1)
 	require.False(t, ok)
@@ -98,20 +105,67 @@ func TestCache(t *testing.T) {
 	require.NoError(t, none.put(k1, cacheEntry{Code: "x"}))
 }
 
-func TestBackoff(t *testing.T) {
-	base, ceil := 100*time.Millisecond, 2*time.Second
-	for n, full := range []time.Duration{100, 200, 400, 800, 1600, 2000, 2000} {
-		full *= time.Millisecond
-		for range 50 {
-			d := backoff(base, ceil, n)
-			require.GreaterOrEqual(t, d, full/2, "retry %d", n)
-			require.LessOrEqual(t, d, full, "retry %d", n)
-		}
+// The task prompt promises the model builtins: each promise is checked
+// against the real sandbox, so the prompt cannot drift from what runs.
+func TestTaskPromptMatchesSandbox(t *testing.T) {
+	p, err := parsePrompts("task", taskTemplate, "")
+	require.NoError(t, err)
+	system, err := p.render("system", promptData{AllowImports: []string{"math"}, ForbiddenNames: []string{"eval"}, ResultRequired: true})
+	require.NoError(t, err)
+	line := regexp.MustCompile(`(?m)^\s+(\w+)(\(.*?\)) -> (.+?)\s+#`)
+	var promised []map[string]string
+	for _, m := range line.FindAllStringSubmatch(system, -1) {
+		promised = append(promised, map[string]string{"name": m[1], "params": m[2], "returns": m[3]})
 	}
-	require.LessOrEqual(t, backoff(base, ceil, 200), ceil, "no overflow")
-	seen := map[time.Duration]bool{}
-	for range 20 {
-		seen[backoff(time.Second, time.Minute, 3)] = true
-	}
-	require.Greater(t, len(seen), 1, "jitter")
+	require.Len(t, promised, len(wasmpy.Builtins()), "one line per built-in capability:\n%s", system)
+	require.Contains(t, system, "* stays in one directory, ** spans them")
+	require.Contains(t, system, "LLMError or BudgetExceeded")
+
+	ws := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("hello\n"), 0o600))
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "sub"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "sub", "deep.txt"), []byte("deep\n"), 0o600))
+	spec, _ := json.Marshal(promised)
+	res, err := testSandbox(t).Run(context.Background(), wasmpy.Job{Workspace: ws, Grants: wasmpy.Builtins(), Code: `
+import builtins, inspect, json, typing
+promised = json.loads(` + "r'''" + string(spec) + "'''" + `)
+
+def conforms(value, annotation):
+    t = eval(annotation, {})
+    if t is None:
+        return value is None
+    origin = typing.get_origin(t)
+    if origin is list:
+        (item,) = typing.get_args(t)
+        return isinstance(value, list) and all(isinstance(v, item) for v in value)
+    if origin is not None:  # a union
+        return isinstance(value, typing.get_args(t))
+    return isinstance(value, t)
+
+calls = {
+    "read_file": lambda: read_file("notes.txt"),
+    "write_file": lambda: write_file("out.txt", "four"),
+    "list_files": lambda: list_files(),
+    "search_files": lambda: search_files("hel"),
+    "submit_result": lambda: submit_result(1),
+}
+problems = []
+for p in promised:
+    fn = getattr(builtins, p["name"])
+    actual = str(inspect.signature(fn))
+    if actual != p["params"]:
+        problems.append("%s: the prompt says %s, the sandbox has %s" % (p["name"], p["params"], actual))
+    if p["name"] in calls:
+        value = calls[p["name"]]()
+        if not conforms(value, p["returns"]):
+            problems.append("%s returned %r, the prompt says -> %s" % (p["name"], value, p["returns"]))
+assert write_file("size.txt", "12345") == 5
+assert list_files() == ["notes.txt", "out.txt", "size.txt"], list_files()
+assert "sub/deep.txt" in list_files("**"), list_files("**")
+assert issubclass(LLMError, Exception) and issubclass(BudgetExceeded, Exception)
+print("\n".join(problems))
+`})
+	require.NoError(t, err)
+	require.Nil(t, res.Error, "%+v\n%s", res.Error, res.Stderr)
+	require.Empty(t, strings.TrimSpace(res.Stdout))
 }

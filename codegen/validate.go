@@ -32,10 +32,13 @@ func DefaultForbiddenNames() []string {
 	return []string{"open", "eval", "exec", "compile", "__import__", "globals", "locals", "vars", "breakpoint"}
 }
 
-// HelperImports are the modules codegen's own validator and the def harness
-// import in the sandbox. A sandbox whose Config.AllowImports is set must
-// allow them; checking a net's requirements also needs importlib.
-func HelperImports() []string { return []string{"ast", "json", "sys"} }
+// HelperImports are the modules codegen's own validator, the def harness
+// and the test runner import in the sandbox. A sandbox whose
+// Config.AllowImports is set must allow them; checking a net's requirements
+// also needs importlib.
+func HelperImports() []string {
+	return []string{"ast", "doctest", "inspect", "io", "json", "sys", "traceback", "unittest"}
+}
 
 // Rules are the checks Validate applies. The zero value checks syntax only.
 type Rules struct {
@@ -53,6 +56,9 @@ type Rules struct {
 	RequireCall string
 	// RequireDef, when set, must be defined by a top-level def.
 	RequireDef string
+	// RequireParams, when not nil, are the parameter names RequireDef's def
+	// must have, in order.
+	RequireParams []string
 }
 
 // Finding is one problem validation found, worded for the model to act on.
@@ -88,13 +94,16 @@ type validateItem struct {
 	ForbidDunder   bool     `json:"forbid_dunder"`
 	RequireCall    string   `json:"require_call"`
 	RequireDef     string   `json:"require_def"`
+	RequireParams  []string `json:"params"`
+	// Call, for a signature, asks whether these arguments bind to it.
+	Call json.RawMessage `json:"call,omitempty"`
 	// ReportUnavailable asks which of the code's imports the interpreter lacks.
 	ReportUnavailable bool `json:"report_unavailable"`
 }
 
 func itemFor(id, code, mode string, r Rules) validateItem {
 	return validateItem{ID: id, Code: code, Mode: mode, AllowImports: r.AllowImports, ForbiddenNames: r.ForbiddenNames,
-		ForbidDunder: r.ForbidDunder, RequireCall: r.RequireCall, RequireDef: r.RequireDef}
+		ForbidDunder: r.ForbidDunder, RequireCall: r.RequireCall, RequireDef: r.RequireDef, RequireParams: r.RequireParams}
 }
 
 type validateOutput struct {
@@ -104,6 +113,10 @@ type validateOutput struct {
 		Imports     []string  `json:"imports"`
 		Unavailable []string  `json:"unavailable"`
 		Function    string    `json:"function"`
+		// For a signature; for code with RequireDef, its parts and grades.
+		Signature *signatureInfo `json:"signature"`
+		Parts     *functionParts `json:"parts"`
+		Quality   *Quality       `json:"quality"`
 	} `json:"items"`
 }
 
@@ -142,6 +155,9 @@ func validate(ctx context.Context, sb *wasmpy.Sandbox, items []validateItem) (*v
 	for i := range out.Items {
 		if out.Items[i].Findings == nil {
 			out.Items[i].Findings = []Finding{}
+		}
+		if q := out.Items[i].Quality; q != nil {
+			q.Findings = out.Items[i].Findings
 		}
 	}
 	return &out, nil

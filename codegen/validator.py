@@ -5,19 +5,31 @@ data (one JSON object on stdin) and is parsed, never executed. Input:
 
   {"items": [{"id": str, "code": str, "mode": "exec" | "eval" | "signature",
               "allow_imports": [str] | null, "forbidden_names": [str],
-              "forbid_dunder": bool, "require_call": str, "require_def": str}]}
+              "forbid_dunder": bool, "require_call": str, "require_def": str,
+              "params": [str] | null, "call": {"args": [...], "kwargs": {...}} | null}]}
 
 Output, one JSON object on stdout:
 
   {"items": [{"id": str, "findings": [{"line", "col", "rule", "message"}],
-              "imports": [str], "unavailable": [str], "function": str}]}
+              "imports": [str], "unavailable": [str], "function": str,
+              "signature": {...} | null, "parts": {...} | null, "quality": {...} | null}]}
 
 "unavailable" lists the imports the interpreter does not carry, when the
 item asks with "report_unavailable": true.
 
+A "signature" item reports the def line's parts ("signature": name, the
+parameters typed and plain, each parameter, the return annotation, the
+docstring's sections, the doctest examples) and, given "call", whether the
+arguments bind to it (rule "call"). An "exec" item with require_def reports
+the function's "parts" (the code before and after it, its body without the
+docstring, its docstring's sections) and its "quality" (size, cyclomatic
+complexity, type hints, docstring); with "params" it checks that the def
+keeps those parameter names.
+
 Rules: syntax, import (outside allow_imports), name (a forbidden builtin),
 dunder (dunder names and attributes, frame introspection), result
-(require_call is never called), function (require_def is not defined).
+(require_call is never called), function (require_def is not defined, or
+its parameters differ), call (the arguments do not fit the signature).
 """
 import ast
 import json
@@ -137,8 +149,10 @@ def parse(code, mode):
         return None, {"line": 1, "col": 0, "rule": "syntax", "message": "cannot parse: %s" % e}
 
 
-def check_signature(code):
-    """A def line (and docstring), with or without a body."""
+def check_signature(code, call):
+    """A def line (and docstring), with or without a body.
+
+    Returns (findings, function node)."""
     tree, finding = parse(code, "exec")
     if tree is None:
         tree, _ = parse(code.rstrip() + "\n    ...\n", "exec")
@@ -149,16 +163,202 @@ def check_signature(code):
             return [{"line": node.lineno, "col": 1, "rule": "function",
                      "message": "async functions are not supported: use def"}], None
         if isinstance(node, ast.FunctionDef):
-            return [], node.name
+            if call is not None:
+                problem = bind(node, call)
+                if problem:
+                    return [{"line": node.lineno, "col": 1, "rule": "call", "message": problem}], node
+            return [], node
     return [{"line": 1, "col": 1, "rule": "function",
              "message": "no function: the signature must be a def line, e.g. def add(a: int, b: int) -> int:"}], None
 
 
+def bind(node, call):
+    """Why call's arguments do not fit the def node, or "".
+
+    A stub with the same parameters (no annotations, no defaults' values, no
+    body) is defined and its signature asked, so nothing of the user's code
+    runs."""
+    import inspect
+    args = ast.arguments(
+        posonlyargs=[ast.arg(a.arg) for a in node.args.posonlyargs],
+        args=[ast.arg(a.arg) for a in node.args.args],
+        vararg=node.args.vararg and ast.arg(node.args.vararg.arg),
+        kwonlyargs=[ast.arg(a.arg) for a in node.args.kwonlyargs],
+        kw_defaults=[d and ast.Constant(None) for d in node.args.kw_defaults],
+        kwarg=node.args.kwarg and ast.arg(node.args.kwarg.arg),
+        defaults=[ast.Constant(None) for _ in node.args.defaults])
+    stub = ast.Module(body=[ast.FunctionDef(name=node.name, args=args, body=[ast.Pass()],
+                                            decorator_list=[], returns=None, type_params=[])],
+                      type_ignores=[])
+    ns = {}
+    exec(compile(ast.fix_missing_locations(stub), "<signature>", "exec"), ns)
+    try:
+        inspect.signature(ns[node.name]).bind(*call.get("args", []), **call.get("kwargs", {}))
+    except TypeError as e:
+        return "the arguments do not fit %s%s: %s" % (node.name, ast.unparse(node.args).join("()"), e)
+    return ""
+
+
+SECTIONS = {"args": "args", "arguments": "args", "parameters": "args", "params": "args",
+            "returns": "returns", "return": "returns", "yields": "returns",
+            "raises": "raises", "examples": "examples", "example": "examples"}
+
+
+def doc_sections(doc):
+    """Splits a Google-style docstring: description, args (name -> text),
+    returns, raises, examples (the text of those sections)."""
+    out = {"description": "", "args": {}, "returns": "", "raises": "", "examples": ""}
+    if not doc:
+        return out
+    import inspect
+    lines = inspect.cleandoc(doc).splitlines()
+    current, parts = "description", {"description": []}
+    for line in lines:
+        head = line.strip().rstrip(":").lower()
+        if line.strip().endswith(":") and not line.startswith(" ") and head in SECTIONS:
+            current = SECTIONS[head]
+            parts.setdefault(current, [])
+            continue
+        if current != "description" and line.strip() and not line.startswith(" "):
+            current = "description"  # a section's text is indented: this line is past it
+        parts.setdefault(current, []).append(line)
+    for key, body in parts.items():
+        text = "\n".join(body).strip("\n")
+        if key == "returns":
+            # "int: the sum" names the type, which the template writes itself.
+            head, sep, rest = text.strip().partition(":")
+            if sep and head and all(ch.isalnum() or ch in "_[], .|" for ch in head):
+                text = rest
+        if key != "args":
+            out[key] = inspect.cleandoc(text) if text.strip() else ""
+            continue
+        name = None
+        for line in body:
+            stripped = line.strip()
+            if not stripped:
+                continue
+            indent = len(line) - len(line.lstrip())
+            head, sep, rest = stripped.partition(":")
+            if sep and (name is None or indent <= args_indent):
+                name, args_indent = head.split("(")[0].strip().lstrip("*"), indent
+                out["args"][name] = rest.strip()
+            elif name is not None:
+                out["args"][name] = (out["args"][name] + " " + stripped).strip()
+    return out
+
+
+def describe_signature(node):
+    """The parts of a def line the templates render."""
+    def params(a, typed):
+        if not typed:
+            a = ast.arguments(**{f: getattr(a, f) for f in a._fields})
+            for group in (a.posonlyargs, a.args, a.kwonlyargs):
+                for i, p in enumerate(group):
+                    group[i] = ast.arg(p.arg)
+            a.vararg = a.vararg and ast.arg(a.vararg.arg)
+            a.kwarg = a.kwarg and ast.arg(a.kwarg.arg)
+        return ast.unparse(a)
+    a = node.args
+    each = []
+    for p in a.posonlyargs + a.args + ([a.vararg] if a.vararg else []) + a.kwonlyargs + ([a.kwarg] if a.kwarg else []):
+        each.append({"name": p.arg, "annotation": ast.unparse(p.annotation) if p.annotation else ""})
+    doc = ast.get_docstring(node, clean=True) or ""
+    examples = 0
+    if ">>>" in doc:
+        import doctest
+        examples = len(doctest.DocTestParser().get_examples(doc))
+    return {"name": node.name, "typed": params(a, True), "plain": params(a, False), "params": each,
+            "returns": ast.unparse(node.returns) if node.returns else "",
+            "docstring": doc, "sections": doc_sections(doc), "doctests": examples}
+
+
+def complexity(fn):
+    """McCabe's cyclomatic complexity of a function: 1 + its decision points
+    (nested functions count toward their own)."""
+    n = 1
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler,
+                             ast.Assert, ast.match_case)):
+            n += 1
+        elif isinstance(node, ast.BoolOp):
+            n += len(node.values) - 1
+        elif isinstance(node, ast.comprehension):
+            n += 1 + len(node.ifs)
+        stack.extend(ast.iter_child_nodes(node))
+    return n
+
+
+def reindent(lines):
+    """The lines with their common indentation made four spaces: the
+    template's docstring is indented so, and a block must agree."""
+    lines = [line.rstrip() for line in lines]
+    while lines and not lines[0]:
+        lines.pop(0)
+    while lines and not lines[-1]:
+        lines.pop()
+    common = min((len(line) - len(line.lstrip()) for line in lines if line), default=0)
+    return "\n".join("    " + line[common:] if line else "" for line in lines)
+
+
+def code_lines(code, tree):
+    """Lines that hold code: not blank, not only a comment, not a docstring."""
+    docs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(node):
+            doc = node.body[0]
+            docs.update(range(doc.lineno, doc.end_lineno + 1))
+    return sum(1 for i, line in enumerate(code.splitlines(), 1)
+               if i not in docs and line.strip() and not line.strip().startswith("#"))
+
+
+def describe_function(code, tree, fn):
+    """The parts of the generated code the final template renders, and the
+    function's quality."""
+    lines = code.splitlines()
+    body = fn.body
+    doc = ast.get_docstring(fn, clean=True) or ""
+    if doc:
+        body = body[1:]
+    first = body[0] if body else None
+    if first is None:
+        body_src = "    pass"
+    else:
+        # From the line after the docstring (comments included), else the first statement.
+        start = fn.body[0].end_lineno + 1 if doc else min(
+            [first.lineno] + [d.lineno for d in getattr(first, "decorator_list", [])])
+        body_src = reindent(lines[start - 1:fn.end_lineno])
+    start = min([fn.lineno] + [d.lineno for d in fn.decorator_list])
+    before = "\n".join(lines[:start - 1]).strip("\n")
+    after = "\n".join(lines[fn.end_lineno:]).strip("\n")
+    a = fn.args
+    every = a.posonlyargs + a.args + ([a.vararg] if a.vararg else []) + a.kwonlyargs + ([a.kwarg] if a.kwarg else [])
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    quality = {
+        "lines": code_lines(code, tree),
+        "statements": sum(1 for n in ast.walk(tree) if isinstance(n, ast.stmt)),
+        "complexity": complexity(fn),
+        "max_complexity": max(complexity(f) for f in functions),
+        "type_hints": fn.returns is not None and all(p.annotation is not None for p in every),
+        "docstring": bool(doc),
+    }
+    parts = {"before": before, "after": after, "body": body_src, "decorated": bool(fn.decorator_list),
+             "sections": doc_sections(doc)}
+    return parts, quality
+
+
 def check(item):
     code, mode = item.get("code", ""), item.get("mode", "exec")
-    out = {"id": item.get("id", ""), "findings": [], "imports": [], "unavailable": [], "function": ""}
+    out = {"id": item.get("id", ""), "findings": [], "imports": [], "unavailable": [], "function": "",
+           "signature": None, "parts": None, "quality": None}
     if mode == "signature":
-        out["findings"], out["function"] = check_signature(code)
+        out["findings"], node = check_signature(code, item.get("call"))
+        if node is not None:
+            out["function"] = node.name
+            out["signature"] = describe_signature(node)
         return out
     tree, finding = parse(code, mode)
     if tree is None:
@@ -176,6 +376,16 @@ def check(item):
             c.add(tree, "function", "the code does not define the function %s at the top level" % want)
         elif isinstance(defs[0], ast.AsyncFunctionDef):
             c.add(defs[0], "function", "%s must be a plain def, not async def" % want)
+        else:
+            fn = defs[-1]
+            a = fn.args
+            got = [p.arg for p in a.posonlyargs + a.args + ([a.vararg] if a.vararg else [])
+                   + a.kwonlyargs + ([a.kwarg] if a.kwarg else [])]
+            want_params = item.get("params")
+            if want_params is not None and got != want_params:
+                c.add(fn, "function", "the def line must keep the signature's parameters (%s), not (%s)"
+                      % (", ".join(want_params), ", ".join(got)))
+            out["parts"], out["quality"] = describe_function(code, tree, fn)
     if c.require_call and not c.called:
         last = max((getattr(n, "end_lineno", 1) or 1 for n in tree.body), default=1)
         c.findings.append({"line": last, "col": 1, "rule": "result",

@@ -3,13 +3,17 @@ package hostfuncs
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -20,6 +24,9 @@ const (
 	DefaultLLMMaxCalls      = 20
 	DefaultLLMMaxTokens     = 100000
 	DefaultLLMMaxPromptSize = 1 << 20
+	DefaultLLMRetries       = 4
+	DefaultLLMBackoff       = time.Second
+	DefaultLLMMaxBackoff    = 30 * time.Second
 	maxLLMResponseBytes     = 8 << 20
 
 	// Below this many tokens left, ask_llm sends the remainder as max_tokens
@@ -38,20 +45,29 @@ type LLMConfig struct {
 	// BaseURL is the API root, e.g. "http://127.0.0.1:8080/v1"; requests go
 	// to BaseURL + "/chat/completions".
 	BaseURL string
-	// Model is sent when a request names none; empty leaves it to the server.
+	// Model is sent when a request names none; empty leaves it to the server
+	// (codegen refuses to work without one: its cache is keyed by it).
 	Model string
 	// APIKey, if set, is sent as "Authorization: Bearer <APIKey>".
 	APIKey string
 	// Timeout bounds one request (0 = DefaultLLMTimeout); the caller's ctx
 	// bounds it too.
 	Timeout time.Duration
+	// Retries is how often ask_llm retries a request that may pass next
+	// time (429, 408, 5xx, a network error, a timeout) within the run's
+	// deadline (0 = DefaultLLMRetries; negative = never). Backoff is the
+	// delay before the first retry (0 = DefaultLLMBackoff), doubled for each
+	// next one up to DefaultLLMMaxBackoff, with jitter.
+	Retries int
+	Backoff time.Duration
 	// HTTPClient sends the requests (nil = a client with no timeout of its
 	// own, relying on Timeout and ctx).
 	HTTPClient *http.Client
 }
 
 // LLMConfigFromEnv reads WASMPY_LLM_BASE_URL, WASMPY_LLM_MODEL and
-// WASMPY_LLM_API_KEY, falling back to OPENAI_BASE_URL and OPENAI_API_KEY.
+// WASMPY_LLM_API_KEY, falling back to OPENAI_BASE_URL, OPENAI_MODEL and
+// OPENAI_API_KEY.
 // Pass os.Getenv. There is no default base URL: an API key alone configures
 // nothing, so a sandbox never spends money by accident.
 func LLMConfigFromEnv(getenv func(string) string) LLMConfig {
@@ -65,7 +81,7 @@ func LLMConfigFromEnv(getenv func(string) string) LLMConfig {
 	}
 	return LLMConfig{
 		BaseURL: first("WASMPY_LLM_BASE_URL", "OPENAI_BASE_URL"),
-		Model:   first("WASMPY_LLM_MODEL"),
+		Model:   first("WASMPY_LLM_MODEL", "OPENAI_MODEL"),
 		APIKey:  first("WASMPY_LLM_API_KEY", "OPENAI_API_KEY"),
 	}
 }
@@ -154,12 +170,28 @@ func NewLLM(cfg LLMConfig) *LLM {
 	if client == nil {
 		client = &http.Client{}
 	}
+	switch {
+	case cfg.Retries == 0:
+		cfg.Retries = DefaultLLMRetries
+	case cfg.Retries < 0:
+		cfg.Retries = 0
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = DefaultLLMBackoff
+	}
 	cfg.BaseURL = strings.TrimRight(strings.TrimSpace(cfg.BaseURL), "/")
 	return &LLM{cfg: cfg, client: client}
 }
 
 // Configured reports whether the client has a server to talk to.
 func (c *LLM) Configured() bool { return c.cfg.BaseURL != "" }
+
+// BaseURL is the server's API root ("" when not configured); with Model, it
+// is what a cache of replies keys on.
+func (c *LLM) BaseURL() string { return c.cfg.BaseURL }
+
+// Model is the model sent when a request names none ("" = the server's).
+func (c *LLM) Model() string { return c.cfg.Model }
 
 // Chat sends one chat completion request and returns the first choice.
 // Failures are *LLMCallError; check Retryable before trying again.
@@ -250,8 +282,32 @@ func transportError(ctx context.Context, err error) *LLMCallError {
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		return &LLMCallError{Message: "LLM request timed out", Retryable: true, Err: err}
 	default:
-		return &LLMCallError{Message: "LLM request failed (network error)", Retryable: true, Err: err}
+		return &LLMCallError{Message: "LLM request failed (network error: " + networkCause(err) + ")", Retryable: true, Err: err}
 	}
+}
+
+// networkCause names why a request got no response, in words that tell the
+// guest what went wrong without the host's addresses.
+func networkCause(err error) string {
+	var dns *net.DNSError
+	var errno syscall.Errno
+	var unknownCA x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var cert *tls.CertificateVerificationError
+	switch {
+	case errors.As(err, &dns):
+		if dns.IsNotFound {
+			return "the server's host name is unknown"
+		}
+		return "the server's host name could not be resolved"
+	case errors.As(err, &errno):
+		return errno.Error() // "connection refused", "connection reset by peer"
+	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &cert):
+		return "the server's TLS certificate is not trusted"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the server closed the connection"
+	}
+	return "no response from the server"
 }
 
 func isTimeout(err error) bool {
@@ -359,7 +415,10 @@ type AskArgs struct {
 // and returns the reply's content. Errors are *Error: ValueError for bad
 // arguments, BudgetExceeded, or LLMError (the LLMCallError is in the chain).
 //
-// Every request sent counts as a call, even one that fails. Tokens are
+// A request that may pass next time (429, 5xx, a network error) is retried
+// with backoff (LLMConfig.Retries), but only while the run's deadline leaves
+// time for the wait. Every request sent counts as a call, retries and
+// failures too. Tokens are
 // counted from the server's usage report, estimated at 4 bytes per token
 // when it sends none. max_tokens is lowered to what the budget has left (and
 // set to it when fewer than 4096 tokens are left), so one reply can overshoot
@@ -392,32 +451,31 @@ func (s *LLMSession) Ask(ctx context.Context, a AskArgs) (string, error) {
 		return "", Errorf(BudgetError, "prompt too large: %d bytes, the limit is %d", promptBytes, s.budget.MaxPromptBytes)
 	}
 
-	s.mu.Lock()
-	switch {
-	case s.usage.Calls >= s.budget.MaxCalls:
-		s.mu.Unlock()
-		return "", Errorf(BudgetError, "LLM call budget exhausted: %d calls made, the limit is %d", s.usage.Calls, s.budget.MaxCalls)
-	case s.usage.TotalTokens >= s.budget.MaxTokens:
-		s.mu.Unlock()
-		return "", Errorf(BudgetError, "LLM token budget exhausted: %d tokens used, the limit is %d", s.usage.TotalTokens, s.budget.MaxTokens)
-	}
-	s.usage.Calls++
-	left := s.budget.MaxTokens - s.usage.TotalTokens
-	s.mu.Unlock()
-
-	switch {
-	case a.MaxTokens != nil:
-		req.MaxTokens = min(*a.MaxTokens, left)
-	case left < budgetMaxTokensFloor:
-		req.MaxTokens = left
-	}
-	resp, err := s.llm.Chat(ctx, req)
-	if err != nil {
+	policy := RetryPolicy{Retries: s.llm.cfg.Retries, Backoff: s.llm.cfg.Backoff}
+	var resp *ChatResponse
+	for retry := 0; ; retry++ {
+		left, err := s.reserve()
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case a.MaxTokens != nil:
+			req.MaxTokens = min(*a.MaxTokens, left)
+		case left < budgetMaxTokensFloor:
+			req.MaxTokens = left
+		}
+		resp, err = s.llm.Chat(ctx, req)
+		if err == nil {
+			break
+		}
 		var ce *LLMCallError
-		if errors.As(err, &ce) {
+		if !errors.As(err, &ce) {
+			return "", err
+		}
+		delay, ok := nextRetry(ctx, policy, retry, err)
+		if !ok || sleep(ctx, delay) != nil {
 			return "", fmt.Errorf("%w: %w", ce.guestError(), ce)
 		}
-		return "", err
 	}
 	u := resp.Usage
 	if u.TotalTokens == 0 {
@@ -431,6 +489,21 @@ func (s *LLMSession) Ask(ctx context.Context, a AskArgs) (string, error) {
 	s.usage.TotalTokens += u.TotalTokens
 	s.mu.Unlock()
 	return resp.Content, nil
+}
+
+// reserve counts one request against the budget, and returns how many
+// tokens are left.
+func (s *LLMSession) reserve() (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.usage.Calls >= s.budget.MaxCalls:
+		return 0, Errorf(BudgetError, "LLM call budget exhausted: %d calls made, the limit is %d", s.usage.Calls, s.budget.MaxCalls)
+	case s.usage.TotalTokens >= s.budget.MaxTokens:
+		return 0, Errorf(BudgetError, "LLM token budget exhausted: %d tokens used, the limit is %d", s.usage.TotalTokens, s.budget.MaxTokens)
+	}
+	s.usage.Calls++
+	return s.budget.MaxTokens - s.usage.TotalTokens, nil
 }
 
 // Register adds ask_llm to t:

@@ -24,8 +24,8 @@ func TestLLMConfigFromEnv(t *testing.T) {
 			"WASMPY_LLM_BASE_URL": "http://w/v1", "WASMPY_LLM_MODEL": "m", "WASMPY_LLM_API_KEY": "wk",
 			"OPENAI_BASE_URL": "http://o/v1", "OPENAI_API_KEY": "ok",
 		}, LLMConfig{BaseURL: "http://w/v1", Model: "m", APIKey: "wk"}},
-		{"openai fallback", map[string]string{"OPENAI_BASE_URL": "http://o/v1", "OPENAI_API_KEY": "ok"},
-			LLMConfig{BaseURL: "http://o/v1", APIKey: "ok"}},
+		{"openai fallback", map[string]string{"OPENAI_BASE_URL": "http://o/v1", "OPENAI_MODEL": "om", "OPENAI_API_KEY": "ok"},
+			LLMConfig{BaseURL: "http://o/v1", Model: "om", APIKey: "ok"}},
 		{"key alone configures no URL", map[string]string{"OPENAI_API_KEY": "ok"}, LLMConfig{APIKey: "ok"}},
 		{"blank is unset", map[string]string{"WASMPY_LLM_BASE_URL": "  ", "OPENAI_BASE_URL": "http://o/v1"},
 			LLMConfig{BaseURL: "http://o/v1"}},
@@ -117,7 +117,17 @@ func TestLLMChatErrors(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		require.Zero(t, ce.StatusCode)
 		require.True(t, ce.Retryable)
-		require.NotContains(t, ce.guestError().Message, "127.0.0.1", "host details stay on the host")
+		msg := ce.guestError().Message
+		require.NotContains(t, msg, "127.0.0.1", "host details stay on the host")
+		require.Contains(t, msg, "(network error: connection refused)", "the cause is named")
+	})
+
+	t.Run("unknown host", func(t *testing.T) {
+		c := NewLLM(LLMConfig{BaseURL: "http://wasmpy-no-such-host.invalid/v1"})
+		_, err := c.Chat(context.Background(), ChatRequest{})
+		var ce *LLMCallError
+		require.ErrorAs(t, err, &ce)
+		require.Contains(t, ce.guestError().Message, "host name")
 	})
 
 	t.Run("client timeout", func(t *testing.T) {
@@ -229,7 +239,7 @@ func TestAskLLMErrors(t *testing.T) {
 	t.Run("server errors reach the guest", func(t *testing.T) {
 		srv := llmtest.New(t, llmtest.Reply{Status: 429, Error: "slow down"}, llmtest.Reply{Status: 400, Error: "bad model"}, llmtest.Reply{Content: "ok"})
 		tbl := Table{}
-		sess := NewLLM(LLMConfig{BaseURL: srv.URL()}).Register(tbl, LLMBudget{})
+		sess := NewLLM(LLMConfig{BaseURL: srv.URL(), Retries: -1}).Register(tbl, LLMBudget{})
 		_, err := call(t, tbl, "ask_llm", M{"prompt": "hi"})
 		e := requireGuestError(t, err, LLMError)
 		require.Equal(t, "LLM server returned 429: slow down (retryable)", e.Message)
@@ -258,11 +268,62 @@ func TestAskLLMErrors(t *testing.T) {
 	})
 }
 
+// ask_llm retries a 429 and a 5xx with backoff, as codegen does; a 4xx
+// other than 429 is final.
+func TestAskLLMRetries(t *testing.T) {
+	t.Run("retried until it passes", func(t *testing.T) {
+		srv := llmtest.New(t, llmtest.Reply{Status: 429}, llmtest.Reply{Status: 503}, llmtest.Reply{Content: "ok"})
+		tbl := Table{}
+		sess := NewLLM(LLMConfig{BaseURL: srv.URL(), Backoff: time.Millisecond}).Register(tbl, LLMBudget{})
+		out, err := call(t, tbl, "ask_llm", M{"prompt": "hi"})
+		require.NoError(t, err)
+		require.JSONEq(t, `"ok"`, string(out))
+		require.Equal(t, 3, sess.Usage().Calls, "every request sent counts")
+	})
+	t.Run("not a retryable status", func(t *testing.T) {
+		srv := llmtest.New(t, llmtest.Reply{Status: 400, Error: "bad"}, llmtest.Reply{Content: "never"})
+		tbl := Table{}
+		NewLLM(LLMConfig{BaseURL: srv.URL(), Backoff: time.Millisecond}).Register(tbl, LLMBudget{})
+		_, err := call(t, tbl, "ask_llm", M{"prompt": "hi"})
+		requireGuestError(t, err, LLMError)
+		require.Len(t, srv.Requests(), 1)
+	})
+	t.Run("the retries give up", func(t *testing.T) {
+		srv := llmtest.New(t, llmtest.Reply{Status: 500}, llmtest.Reply{Status: 500}, llmtest.Reply{Status: 500})
+		tbl := Table{}
+		NewLLM(LLMConfig{BaseURL: srv.URL(), Retries: 2, Backoff: time.Millisecond}).Register(tbl, LLMBudget{})
+		_, err := call(t, tbl, "ask_llm", M{"prompt": "hi"})
+		e := requireGuestError(t, err, LLMError)
+		require.Contains(t, e.Message, "returned 500")
+		require.Len(t, srv.Requests(), 3)
+	})
+	t.Run("no wait past the deadline", func(t *testing.T) {
+		srv := llmtest.New(t, llmtest.Reply{Status: 503}, llmtest.Reply{Content: "too late"})
+		tbl := Table{}
+		NewLLM(LLMConfig{BaseURL: srv.URL(), Backoff: time.Hour}).Register(tbl, LLMBudget{})
+		// The delay is drawn from [15s, 30s] (the cap), beyond the deadline.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := callCtx(ctx, t, tbl, "ask_llm", M{"prompt": "hi"})
+		requireGuestError(t, err, LLMError)
+		require.Len(t, srv.Requests(), 1, "a delay beyond the deadline is not waited out")
+		require.NoError(t, ctx.Err(), "it failed at once")
+	})
+	t.Run("the budget bounds the retries", func(t *testing.T) {
+		srv := llmtest.New(t, llmtest.Reply{Status: 503}, llmtest.Reply{Status: 503}, llmtest.Reply{Content: "ok"})
+		tbl := Table{}
+		NewLLM(LLMConfig{BaseURL: srv.URL(), Backoff: time.Millisecond}).Register(tbl, LLMBudget{MaxCalls: 2})
+		_, err := call(t, tbl, "ask_llm", M{"prompt": "hi"})
+		requireGuestError(t, err, BudgetError)
+		require.Len(t, srv.Requests(), 2)
+	})
+}
+
 func TestAskLLMBudget(t *testing.T) {
 	t.Run("calls", func(t *testing.T) {
 		srv := llmtest.New(t, llmtest.Reply{Content: "1"}, llmtest.Reply{Status: 500}, llmtest.Reply{Content: "3"})
 		tbl := Table{}
-		sess := NewLLM(LLMConfig{BaseURL: srv.URL()}).Register(tbl, LLMBudget{MaxCalls: 2})
+		sess := NewLLM(LLMConfig{BaseURL: srv.URL(), Retries: -1}).Register(tbl, LLMBudget{MaxCalls: 2})
 		_, err := call(t, tbl, "ask_llm", M{"prompt": "a"})
 		require.NoError(t, err)
 		_, err = call(t, tbl, "ask_llm", M{"prompt": "b"})

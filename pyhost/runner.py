@@ -89,6 +89,10 @@ def init(wasmpy_source):
     _api.__dict__["_call"] = _Transport.call
     exec(compile(wasmpy_source, "<wasmpy>", "exec"), _api.__dict__)
     sys.modules["wasmpy"] = _api
+    # What the capabilities raise is catchable by name, as the capabilities
+    # are callable by name: `except LLMError:` needs no import.
+    for name in _api.BUILTIN_EXCEPTIONS:
+        setattr(builtins, name, getattr(_api, name))
     # The host raises SIGINT's KeyboardInterrupt through the interpreter's
     # PyErr_SetInterruptEx, which needs SIGINT to have Python's handler.
     try:

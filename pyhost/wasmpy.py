@@ -13,6 +13,10 @@ import json as _json
 BUILTIN_CAPABILITIES = ("read_file", "write_file", "list_files", "search_files",
                         "ask_llm", "submit_result")
 
+# The exception classes the capabilities raise beyond Python's own; builtins
+# too, so that code can catch them without importing wasmpy.
+BUILTIN_EXCEPTIONS = ("HostError", "LLMError", "BudgetExceeded", "ResultError")
+
 
 class HostError(Exception):
     """The host could not do what was asked."""

@@ -2,10 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -22,10 +22,22 @@ func defCommand() *cli.Command {
 			"(- reads it from stdin). The LLM writes the function, which is checked as gen's code is, then\n" +
 			"called with --args and --kwargs (passed as JSON data, never pasted into the source). Prints\n" +
 			"what it returned as JSON; what it printed goes to stderr. The code is cached by signature.\n" +
-			"--json prints one object: exec --json's fields plus function, value, code, cached, attempts.",
+			"--args and --kwargs are checked against the signature before the LLM is asked (exit 2).\n" +
+			"The final function is rendered from a code template (--style typed|simple, --code-template),\n" +
+			"with a docstring holding Args and Returns. The docstring's doctest examples run as tests;\n" +
+			"--tests asks the model for unittest tests too. A failing test, like a failed run, is fed back\n" +
+			"for another attempt. Every function is graded (size, cyclomatic complexity, type hints,\n" +
+			"docstring, tests); --min-quality turns grades into failures, e.g.\n" +
+			"--min-quality complexity=5,lines=30,tests=3,hints,docstring (maxima, minimum tests passed).\n" +
+			"--json prints one object: gen --json's fields plus function, value, test_code, tests, quality.",
 		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "args", Value: "[]", Usage: "positional arguments, a `JSON_ARRAY`"},
 			&cli.StringFlag{Name: "kwargs", Value: "{}", Usage: "keyword arguments, a `JSON_OBJECT`"},
+			&cli.BoolFlag{Name: "tests", Usage: "ask for unittest tests with the function, and run them"},
+			&cli.StringFlag{Name: "style", Value: "typed", Usage: "the final function's template: typed or simple"},
+			&cli.StringFlag{Name: "code-template", Usage: "code template `FILE` overriding the embedded one (see --print-code-template)"},
+			&cli.BoolFlag{Name: "print-code-template", Usage: "print the embedded code template (final function, test scaffold) and exit"},
+			&cli.StringFlag{Name: "min-quality", Usage: "`THRESHOLDS` the function must meet: complexity=N,lines=N,tests=N,hints,docstring"},
 		}, codegenFlags()...), append(limitFlags(), capabilityFlags()...)...),
 		Action: defAction,
 	}
@@ -38,6 +50,10 @@ func defAction(c *cli.Context) error {
 	}
 	if c.Bool("print-template") {
 		_, err := io.WriteString(c.App.Writer, codegen.FunctionTemplate())
+		return err
+	}
+	if c.Bool("print-code-template") {
+		_, err := io.WriteString(c.App.Writer, codegen.CodeTemplate())
 		return err
 	}
 	sig, err := defSignature(c)
@@ -58,37 +74,8 @@ func defAction(c *cli.Context) error {
 	}
 	defer sb.Close(c.Context)
 	fr, err := g.Function(c.Context, sig, args, kwargs)
-	if fr == nil && err != nil {
-		if errors.Is(err, codegen.ErrBadSignature) {
-			return usageErr("def: %s", strings.TrimPrefix(err.Error(), "codegen: "))
-		}
-		return codegenErr(c, err)
-	}
-	if c.Bool("json") {
-		out := codegenJSON{Result: fr.Result, Function: fr.Name, Code: fr.Code, Cached: fr.Cached, Attempts: fr.Attempts}
-		if fr.Result != nil {
-			out.Value = fr.Value
-		}
-		if err := printJSON(c.App.Writer, out); err != nil {
-			return err
-		}
-	} else {
-		noteAttempts(c, &fr.Report, err == nil)
-	}
-	if err != nil {
-		return codegenErr(c, err)
-	}
-	if c.Bool("dry-run") {
-		if !c.Bool("json") {
-			io.WriteString(c.App.Writer, fr.Code)
-		}
-		return nil
-	}
-	if err := writeOut(c, fr.Result); err != nil {
+	if done, err := reportCodegen(c, nil, fr, err); done || err != nil {
 		return err
-	}
-	if c.Bool("json") {
-		return nil
 	}
 	w := c.App.Writer
 	io.WriteString(c.App.ErrWriter, fr.Result.Stdout)
@@ -99,6 +86,31 @@ func defAction(c *cli.Context) error {
 	}
 	fmt.Fprintf(w, "%s\n", fr.Value)
 	return nil
+}
+
+// parseQuality reads --min-quality: comma-separated thresholds.
+func parseQuality(s string) (codegen.QualityBar, error) {
+	var bar codegen.QualityBar
+	for _, item := range commaList(s) {
+		key, value, hasValue := strings.Cut(item, "=")
+		n, err := strconv.Atoi(value)
+		bad := hasValue && (err != nil || n < 0)
+		switch {
+		case key == "complexity" && hasValue && !bad:
+			bar.MaxComplexity = n
+		case key == "lines" && hasValue && !bad:
+			bar.MaxLines = n
+		case key == "tests" && hasValue && !bad:
+			bar.MinTests = n
+		case key == "hints" && !hasValue:
+			bar.TypeHints = true
+		case key == "docstring" && !hasValue:
+			bar.Docstring = true
+		default:
+			return bar, usageErr("--min-quality: %q: want complexity=N, lines=N, tests=N, hints or docstring", item)
+		}
+	}
+	return bar, nil
 }
 
 // defSignature reads the signature: stdin for "-", a file if the argument

@@ -22,7 +22,7 @@ func TestDef(t *testing.T) {
 	// From a file, with keyword arguments, and flags after the signature.
 	sigFile := writeScript(t, "add.py", addSig+"\n")
 	srv.Enqueue(pyReply("def add(a, b):\n    return a + b"))
-	code, out, errOut = wasmpyCLI(t, "", "def", sigFile, "--kwargs", `{"a": "x", "b": "y"}`, "--llm-base-url", srv.URL(), "--no-cache")
+	code, out, errOut = wasmpyCLI(t, "", "def", sigFile, "--kwargs", `{"a": "x", "b": "y"}`, "--llm-base-url", srv.URL(), "--llm-model", "m", "--no-cache")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "\"xy\"\n", out)
 	require.Contains(t, srv.Requests()[1].Chat.Messages[1].Content, addSig)
@@ -40,7 +40,11 @@ func TestDefJSONAndRetry(t *testing.T) {
 	require.Equal(t, "mean", got["function"])
 	require.Equal(t, 3.0, got["value"])
 	require.Equal(t, 3.0, got["result"])
-	require.Equal(t, "def mean(xs):\n    return sum(xs) / len(xs)\n", got["code"])
+	require.Equal(t, "def mean(xs: list) -> float:\n    \"\"\"Args:\n        xs (list):\n\n    Returns:\n        float: The result.\n    \"\"\"\n    return sum(xs) / len(xs)\n", got["code"])
+	require.Equal(t, true, got["ok"])
+	quality := got["quality"].(map[string]any)
+	require.Equal(t, true, quality["type_hints"])
+	require.Equal(t, 1.0, quality["complexity"])
 	attempts := got["attempts"].([]any)
 	require.Len(t, attempts, 2)
 	require.Equal(t, "exception", attempts[0].(map[string]any)["outcome"])
@@ -50,14 +54,15 @@ func TestDefJSONAndRetry(t *testing.T) {
 func TestDefDryRunAndShowCode(t *testing.T) {
 	srv := llmtest.New(t, pyReply("def sq(x):\n    return x * x"))
 	cache := t.TempDir()
-	base := []string{"--llm-base-url", srv.URL(), "--code-cache", cache}
+	base := []string{"--llm-base-url", srv.URL(), "--llm-model", "m", "--code-cache", cache}
 	code, out, errOut := wasmpyCLI(t, "", append([]string{"def", "--dry-run", "def sq(x: int) -> int:"}, base...)...)
 	require.Equal(t, 0, code, errOut)
-	require.Equal(t, "def sq(x):\n    return x * x\n", out)
+	const sq = "def sq(x: int) -> int:\n    \"\"\"Args:\n        x (int):\n\n    Returns:\n        int: The result.\n    \"\"\"\n    return x * x\n"
+	require.Equal(t, sq, out)
 
 	code, out, errOut = wasmpyCLI(t, "", append([]string{"def", "--show-code", "--args", "[7]", "def sq(x: int) -> int:"}, base...)...)
 	require.Equal(t, 0, code, errOut)
-	require.Equal(t, "# --- code (attempt 1, from the cache) ---\ndef sq(x):\n    return x * x\n# --- value ---\n49\n", out)
+	require.Equal(t, "# --- code (attempt 1, from the cache) ---\n"+sq+"# --- value ---\n49\n", out)
 	require.Len(t, srv.Requests(), 1)
 }
 

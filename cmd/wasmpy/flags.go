@@ -42,8 +42,9 @@ func capabilityFlags() []cli.Flag {
 		&cli.StringFlag{Name: "preload", Usage: "comma-separated `MODULES` imported once, before any run, so runs pay nothing to import them"},
 		&cli.StringFlag{Name: "llm-base-url", EnvVars: []string{"WASMPY_LLM_BASE_URL", "OPENAI_BASE_URL"},
 			Usage: "OpenAI-compatible API for ask_llm, e.g. http://127.0.0.1:11434/v1"},
-		&cli.StringFlag{Name: "llm-model", EnvVars: []string{"WASMPY_LLM_MODEL"}, Usage: "model ask_llm uses"},
+		&cli.StringFlag{Name: "llm-model", EnvVars: []string{"WASMPY_LLM_MODEL", "OPENAI_MODEL"}, Usage: "model ask_llm, gen and def use"},
 		&cli.StringFlag{Name: "llm-api-key", EnvVars: []string{"WASMPY_LLM_API_KEY", "OPENAI_API_KEY"}, Usage: "API key for the LLM"},
+		&cli.StringFlag{Name: "llm-timeout", Value: hostfuncs.DefaultLLMTimeout.String(), Usage: "limit of one LLM request (at most --timeout, where there is one)"},
 		&cli.IntFlag{Name: "llm-max-calls", Usage: "ask_llm calls per run (0 = default 20)"},
 		&cli.IntFlag{Name: "llm-max-tokens", Usage: "LLM tokens per run (0 = default 100000)"},
 	}
@@ -65,11 +66,32 @@ func sandboxConfig(c *cli.Context) (wasmpy.Config, error) {
 	cfg.Packages = c.StringSlice("packages")
 	cfg.Preload = commaList(c.String("preload"))
 	cfg.LLM = hostfuncs.LLMConfig{BaseURL: c.String("llm-base-url"), Model: c.String("llm-model"), APIKey: c.String("llm-api-key")}
+	var err error
+	if cfg.LLM.Timeout, err = llmTimeout(c); err != nil {
+		return cfg, err
+	}
 	if c.Int("llm-max-calls") < 0 || c.Int("llm-max-tokens") < 0 {
 		return cfg, usageErr("--llm-max-calls and --llm-max-tokens must not be negative")
 	}
 	cfg.LLMBudget = hostfuncs.LLMBudget{MaxCalls: c.Int("llm-max-calls"), MaxTokens: c.Int("llm-max-tokens")}
 	return cfg, nil
+}
+
+// llmTimeout is --llm-timeout bounded by --timeout: a request that outlives
+// the run it serves (or, for gen and def, each run of the code) helps no one.
+func llmTimeout(c *cli.Context) (time.Duration, error) {
+	d, err := time.ParseDuration(c.String("llm-timeout"))
+	if err != nil || d <= 0 {
+		return 0, usageErr("--llm-timeout %q: want a positive duration such as 30s or 2m", c.String("llm-timeout"))
+	}
+	run, err := time.ParseDuration(c.String("timeout"))
+	if err != nil || run <= 0 || run >= d {
+		return d, nil // no --timeout here, or a bad one that limits() reports
+	}
+	if c.IsSet("llm-timeout") {
+		return 0, usageErr("--llm-timeout %s is longer than --timeout %s: it cannot be", d, run)
+	}
+	return run, nil
 }
 
 // commaList splits a comma-separated flag, dropping empty items.

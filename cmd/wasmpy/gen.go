@@ -28,7 +28,11 @@ func genCommand() *cli.Command {
 			"dunder tricks, a missing submit_result), runs it, and on failure asks again with the error,\n" +
 			"up to --attempts times. Code that worked is cached (--no-cache to ask anyway).\n" +
 			"Prints the program's output, then the result it submitted as JSON; --json prints one object:\n" +
-			"exec --json's fields plus code, cached and attempts. Exits 1 when no attempt succeeded.",
+			"exec --json's fields plus ok, code, cached and attempts; when the generation failed, ok is false\n" +
+			"and error is {kind, message}: kind is the last attempt's outcome when every attempt failed\n" +
+			"(invalid, exception, timeout...), llm when the LLM could not be asked. Exits 1 when no attempt\n" +
+			"succeeded.\n" +
+			"While it waits, a progress line goes to stderr on a terminal (--progress: always).",
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "no-result", Usage: "the task needs no submit_result (it only prints or writes files)"},
 		}, codegenFlags()...), append(limitFlags(), capabilityFlags()...)...),
@@ -41,7 +45,8 @@ func codegenFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object: the run's result, the code and every attempt"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the validated code without running it"},
-		&cli.BoolFlag{Name: "show-code", Usage: "print the code before its output"},
+		&cli.BoolFlag{Name: "show-code", Usage: "print the code before its output (the last attempt's, when all failed)"},
+		&cli.BoolFlag{Name: "progress", Usage: "show what it waits for on stderr, even when stderr is not a terminal"},
 		&cli.BoolFlag{Name: "no-cache", Usage: "ask the LLM even when the code cache has an answer"},
 		&cli.StringFlag{Name: "code-cache", EnvVars: []string{"WASMPY_CODE_CACHE"}, Usage: "`DIR` of the code cache (default: codegen/ in the cache dir)"},
 		&cli.IntFlag{Name: "attempts", Value: codegen.DefaultAttempts, Usage: "LLM replies to try before giving up"},
@@ -72,36 +77,10 @@ func genAction(c *cli.Context) error {
 	}
 	defer sb.Close(c.Context)
 	rep, err := g.Task(c.Context, task)
-	if rep == nil && err != nil {
-		return codegenErr(c, err)
-	}
-	if c.Bool("json") {
-		if err := printJSON(c.App.Writer, codegenJSON{Result: rep.Result, Code: rep.Code, Cached: rep.Cached, Attempts: rep.Attempts}); err != nil {
-			return err
-		}
-	} else {
-		noteAttempts(c, rep, err == nil)
-	}
-	if err != nil {
-		return codegenErr(c, err)
-	}
-	if c.Bool("dry-run") {
-		if !c.Bool("json") {
-			io.WriteString(c.App.Writer, rep.Code)
-		}
-		return nil
-	}
-	if err := writeOut(c, rep.Result); err != nil {
+	if done, err := reportCodegen(c, rep, nil, err); done || err != nil {
 		return err
 	}
-	if c.Bool("json") {
-		return nil
-	}
 	w := c.App.Writer
-	if c.Bool("show-code") {
-		showCode(w, rep)
-		io.WriteString(w, "# --- output ---\n")
-	}
 	io.WriteString(w, rep.Result.Stdout)
 	io.WriteString(c.App.ErrWriter, rep.Result.Stderr)
 	if submitted := rep.Result.Result; len(submitted) > 0 && string(submitted) != "null" {
@@ -111,6 +90,63 @@ func genAction(c *cli.Context) error {
 		fmt.Fprintf(w, "%s\n", submitted)
 	}
 	return nil
+}
+
+// reportCodegen prints what gen and def share: --json's object, the failed
+// attempts on stderr, the code (--show-code, --dry-run), the files (--out).
+// done says nothing is left to print; the error is the generation's.
+func reportCodegen(c *cli.Context, rep *codegen.Report, fr *codegen.FunctionReport, err error) (done bool, _ error) {
+	if fr != nil {
+		rep = &fr.Report
+	}
+	if isTerminal(c.App.ErrWriter) {
+		io.WriteString(c.App.ErrWriter, "\r\x1b[K") // erase the progress line
+	}
+	if c.Bool("json") {
+		out := codegenJSON{OK: err == nil, Code: "", Attempts: []codegen.Attempt{}}
+		if rep != nil {
+			out.Result, out.Code, out.Cached, out.Attempts = rep.Result, rep.Code, rep.Cached, rep.Attempts
+		}
+		if fr != nil {
+			out.Function, out.TestCode, out.Tests, out.Quality = fr.Name, fr.TestCode, fr.Tests, fr.Quality
+			if fr.Result != nil {
+				out.Value = fr.Value
+			}
+		}
+		if err != nil {
+			out.Error = codegenFailure(err, rep)
+		} else if rep.Result != nil {
+			out.Error = rep.Result.Error
+		}
+		if perr := printJSON(c.App.Writer, out); perr != nil {
+			return true, perr
+		}
+	} else if rep != nil {
+		noteAttempts(c, rep, err == nil)
+		if err != nil && c.Bool("show-code") && len(rep.Attempts) > 0 {
+			showCode(c.App.Writer, rep)
+		}
+	}
+	if err != nil {
+		return true, codegenErr(c, err)
+	}
+	if c.Bool("dry-run") {
+		if !c.Bool("json") {
+			io.WriteString(c.App.Writer, rep.Code)
+		}
+		return true, nil
+	}
+	if err := writeOut(c, rep.Result); err != nil {
+		return true, err
+	}
+	if c.Bool("json") {
+		return true, nil
+	}
+	if c.Bool("show-code") && fr == nil {
+		showCode(c.App.Writer, rep)
+		io.WriteString(c.App.Writer, "# --- output ---\n")
+	}
+	return false, nil
 }
 
 // genTask reads the task: the arguments, or stdin for "-".
@@ -150,6 +186,7 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	}
 	opts := codegen.Options{
 		Model:          cfg.LLM.Model,
+		Progress:       progressLine(c),
 		Attempts:       c.Int("attempts"),
 		AllowImports:   cfg.AllowImports, // nil: the default allowlist
 		ResultOptional: c.Bool("no-result"),
@@ -168,6 +205,19 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 		allow = codegen.DefaultAllowImports()
 	}
 	cfg.AllowImports = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(allow), codegen.HelperImports()...))))
+	if kind == "function" {
+		opts.Tests, opts.Style = c.Bool("tests"), c.String("style")
+		if opts.MinQuality, err = parseQuality(c.String("min-quality")); err != nil {
+			return nil, nil, err
+		}
+		if path := c.String("code-template"); path != "" {
+			b, err := readFile(path)
+			if err != nil {
+				return nil, nil, err
+			}
+			opts.CodeTemplate = string(b)
+		}
+	}
 	if path := c.String("template"); path != "" {
 		b, err := readFile(path)
 		if err != nil {
@@ -184,6 +234,9 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 			return nil, nil, err
 		}
 	}
+	if cfg.LLM.BaseURL == "" {
+		return nil, nil, usageErr("%s: no LLM configured: set --llm-base-url or WASMPY_LLM_BASE_URL", c.Command.Name)
+	}
 	sb, err := newSandbox(c, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -191,6 +244,9 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	g, err := codegen.New(sb, hostfuncs.NewLLM(cfg.LLM), opts)
 	if err != nil {
 		sb.Close(c.Context)
+		if errors.Is(err, codegen.ErrNoModel) {
+			return nil, nil, usageErr("%s: no model: set --llm-model, WASMPY_LLM_MODEL or OPENAI_MODEL", c.Command.Name)
+		}
 		return nil, nil, usageErr("%s", strings.TrimPrefix(err.Error(), "codegen: "))
 	}
 	return g, sb, nil
@@ -211,14 +267,41 @@ func codeCacheDir(c *cli.Context) (string, error) {
 }
 
 // codegenJSON is what gen --json and def --json print: exec --json's fields
-// (absent when nothing ran), then the code and the attempts.
+// (absent when nothing ran), ok, then the code and the attempts. error is
+// the run's when the generation succeeded, else the generation's failure.
 type codegenJSON struct {
 	*wasmpy.Result
-	Function string            `json:"function,omitempty"`
-	Value    json.RawMessage   `json:"value,omitempty"`
-	Code     string            `json:"code"`
-	Cached   bool              `json:"cached"`
-	Attempts []codegen.Attempt `json:"attempts"`
+	OK       bool                 `json:"ok"`
+	Error    any                  `json:"error"`
+	Function string               `json:"function,omitempty"`
+	Value    json.RawMessage      `json:"value,omitempty"`
+	Code     string               `json:"code"`
+	TestCode string               `json:"test_code,omitempty"`
+	Tests    []codegen.TestResult `json:"tests,omitempty"`
+	Quality  *codegen.Quality     `json:"quality,omitempty"`
+	Cached   bool                 `json:"cached"`
+	Attempts []codegen.Attempt    `json:"attempts"`
+}
+
+// genFailure is the error of a failed generation under --json.
+type genFailure struct {
+	// Kind is the last attempt's outcome when every attempt failed (invalid,
+	// exception, timeout, tests_failed, low_quality...), llm when the LLM
+	// could not be asked, wasmpy when wasmpy itself failed.
+	Kind    string `json:"kind"`
+	Message string `json:"message"` // the line stderr shows
+}
+
+func codegenFailure(err error, rep *codegen.Report) genFailure {
+	f := genFailure{Kind: "wasmpy", Message: strings.TrimPrefix(oneLineText(err.Error()), "codegen: ")}
+	var ce *hostfuncs.LLMCallError
+	switch {
+	case errors.Is(err, codegen.ErrGaveUp) && rep != nil && len(rep.Attempts) > 0:
+		f.Kind = rep.Attempts[len(rep.Attempts)-1].Outcome
+	case errors.As(err, &ce):
+		f.Kind = "llm"
+	}
+	return f
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -251,6 +334,8 @@ func codegenErr(c *cli.Context, err error) error {
 	switch {
 	case errors.Is(err, hostfuncs.ErrLLMNotConfigured):
 		return usageErr("%s: no LLM configured: set --llm-base-url or WASMPY_LLM_BASE_URL", name)
+	case errors.Is(err, codegen.ErrBadSignature), errors.Is(err, codegen.ErrBadArguments):
+		return usageErr("%s: %s", name, msg)
 	case errors.Is(err, codegen.ErrGaveUp):
 		return &exitError{code: 1, msg: name + ": " + msg}
 	}

@@ -22,7 +22,7 @@ const genGood = "import math\nsubmit_result({'pi': round(math.pi, 2)})"
 // codegenArgs are the flags every gen/def test needs: the fake LLM, a
 // private code cache, fast backoff.
 func codegenArgs(t *testing.T, srv *llmtest.Server) []string {
-	return []string{"--llm-base-url", srv.URL(), "--code-cache", t.TempDir(), "--llm-backoff", "1ms"}
+	return []string{"--llm-base-url", srv.URL(), "--llm-model", "test-model", "--code-cache", t.TempDir(), "--llm-backoff", "1ms"}
 }
 
 func TestGenRetriesThenPrints(t *testing.T) {
