@@ -54,4 +54,7 @@ var (
 	ErrNoCode = errors.New("wasmpy: job has no code")
 	// ErrClosed is returned by Run on a Sandbox that is closed, or closing.
 	ErrClosed = errors.New("wasmpy: sandbox closed")
+	// ErrNoMain is returned by Run for a job that runs its App's
+	// __main__.py (no Code, no Module) where the App has none.
+	ErrNoMain = errors.New("wasmpy: the app has no __main__.py")
 )

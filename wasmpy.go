@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"path/filepath"
@@ -247,6 +248,14 @@ type Job struct {
 	// KindInterrupted.
 	Interrupt <-chan struct{}
 	Limits    Limits // zero fields: the sandbox's limits
+	// App is a multi-file program's files (an OpenApp, or any fs.FS, such
+	// as generated files in memory), mounted read-only at AppMount and
+	// first on sys.path, as python3 puts a script's directory there: Code
+	// (whose Filename then names its file under AppMount, say
+	// "/app/main.py") and Module import from it. With neither, the run
+	// executes its __main__.py, as `python3 DIR` does, with sys.argv[0]
+	// AppMount. nil: nothing there (AppMount is an empty directory).
+	App fs.FS
 	// Workspace is the stable (read-only) directory of this run's workspace;
 	// "" means Config.Workspace.Stable.
 	Workspace string
@@ -279,8 +288,11 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if job.Code == "" && job.Module == "" && !job.Interactive {
+	if job.Code == "" && job.Module == "" && !job.Interactive && job.App == nil {
 		return nil, ErrNoCode
+	}
+	if err := checkApp(job); err != nil {
+		return nil, err
 	}
 	if err := job.Limits.Validate(); err != nil {
 		return nil, err
@@ -306,7 +318,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 		Stdout: job.Stdout, Stderr: job.Stderr, Interrupt: job.Interrupt,
 		Timeout: lim.Timeout, MemoryLimit: lim.Memory, OutputLimit: lim.Output, Fuel: lim.Fuel,
 		Deterministic: lim.Fuel > 0, Host: caps.table, AllowImports: s.cfg.AllowImports,
-		FS: caps.workspace.SysFS,
+		FS: caps.workspace.SysFS, App: job.App,
 	})
 	caps.workspace.Close()
 	if err != nil {

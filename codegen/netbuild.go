@@ -4,11 +4,13 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"testing/fstest"
 	"text/template"
 )
 
@@ -29,20 +31,33 @@ type File struct {
 // Artifact is a net turned into Python: one module per transition
 // (transitions/ID.py, the inscription as top-level code), the entrypoint
 // main.py that fires them, and requirements.txt when transitions declare
-// requirements. Run it with `python main.py` from its directory, or in the
-// sandbox with Program, which bundles the files into one script (the
-// sandbox has no file system to import from).
+// requirements. Run it as it is: `python3 DIR/main.py`, or in the sandbox
+// `wasmpy exec DIR/main.py` (or a Job with FS as its App).
 type Artifact struct {
 	Net          string   // the net's id
 	Entrypoint   string   // Entrypoint
 	Files        []File   // sorted by path
 	Requirements []string // what the transitions declare, sorted, deduplicated
-	program      string
 }
 
-// Program returns the artifact as one Python program: the entrypoint with
-// the transition modules' code inlined. It behaves as the files do.
-func (a *Artifact) Program() string { return a.program }
+// FS is the artifact's files, as WriteDir would write them.
+func (a *Artifact) FS() fs.FS {
+	m := fstest.MapFS{}
+	for _, f := range a.Files {
+		m[f.Path] = &fstest.MapFile{Data: f.Data, Mode: 0o444}
+	}
+	return m
+}
+
+// file is the data of the artifact's file at path.
+func (a *Artifact) file(path string) []byte {
+	for _, f := range a.Files {
+		if f.Path == path {
+			return f.Data
+		}
+	}
+	return nil
+}
 
 // WriteDir writes the files under dir, creating it.
 func (a *Artifact) WriteDir(dir string) error {
@@ -115,11 +130,9 @@ func (n *Net) Build() (*Artifact, error) {
 	}
 
 	art := &Artifact{Net: n.ID, Entrypoint: Entrypoint}
-	sources := map[string]string{}
 	seen := map[string]bool{}
 	for i, t := range n.Transitions {
 		src := transitionModule(n, t, nj.Transitions[i])
-		sources[t.ID] = src
 		art.Files = append(art.Files, File{Path: moduleOf(t.ID), Data: []byte(src)})
 		for _, r := range t.Requires {
 			if r = strings.TrimSpace(r); !seen[r] {
@@ -132,14 +145,11 @@ func (n *Net) Build() (*Artifact, error) {
 	if len(art.Requirements) > 0 {
 		art.Files = append(art.Files, File{Path: "requirements.txt", Data: []byte(strings.Join(art.Requirements, "\n") + "\n")})
 	}
-	main, err := renderMain(nj, nil)
+	main, err := renderMain(nj)
 	if err != nil {
 		return nil, err
 	}
 	art.Files = append(art.Files, File{Path: Entrypoint, Data: []byte(main)})
-	if art.program, err = renderMain(nj, sources); err != nil {
-		return nil, err
-	}
 	sort.Slice(art.Files, func(i, j int) bool { return art.Files[i].Path < art.Files[j].Path })
 	return art, nil
 }
@@ -164,20 +174,13 @@ func (m marking) MarshalJSON() ([]byte, error) {
 
 func moduleOf(id string) string { return "transitions/" + id + ".py" }
 
-// renderMain writes main.py; with sources, the bundled program.
-func renderMain(nj netJSON, sources map[string]string) (string, error) {
+// renderMain writes main.py.
+func renderMain(nj netJSON) (string, error) {
 	netText, err := indentJSON(nj)
 	if err != nil {
 		return "", fmt.Errorf("codegen: net %s: %w", nj.ID, err)
 	}
-	data := struct{ Title, NetJSON, Sources string }{Title: oneLineComment(nj.ID), NetJSON: netText}
-	if sources != nil {
-		b, err := indentJSON(sources)
-		if err != nil {
-			return "", fmt.Errorf("codegen: net %s: %w", nj.ID, err)
-		}
-		data.Sources = b
-	}
+	data := struct{ Title, NetJSON string }{Title: oneLineComment(nj.ID), NetJSON: netText}
 	// JSON text is safe inside r"""...""": every " in a JSON string is
 	// escaped, so three never meet, and it never ends with a backslash.
 	var b strings.Builder

@@ -94,7 +94,8 @@ type NetRun struct {
 }
 
 // Run checks the net's Python (Check), refuses requirements and imports the
-// sandbox cannot provide, builds the artifact and runs its Program in sb.
+// sandbox cannot provide, builds the artifact and runs its files in sb, as
+// `wasmpy exec DIR/main.py` runs what `net build` wrote.
 // The error is for a refused net or the host's problems; a failure of the
 // net's own code is in NetRun.Result.Error.
 func (n *Net) Run(ctx context.Context, sb *wasmpy.Sandbox, opts NetRunOptions) (*NetRun, error) {
@@ -112,8 +113,9 @@ func (n *Net) Run(ctx context.Context, sb *wasmpy.Sandbox, opts NetRunOptions) (
 	if err != nil {
 		return nil, err
 	}
-	res, err := sb.Run(ctx, wasmpy.Job{Code: art.Program(), Filename: Entrypoint, Limits: opts.Limits, Workspace: opts.Workspace,
-		Grants: wasmpy.Builtins()})
+	// The artifact runs as its files, as `wasmpy exec DIR/main.py` runs them.
+	res, err := sb.Run(ctx, wasmpy.Job{App: art.FS(), Code: string(art.file(Entrypoint)), Filename: wasmpy.AppMount + "/" + Entrypoint,
+		Limits: opts.Limits, Workspace: opts.Workspace, Grants: wasmpy.Builtins()})
 	if err != nil {
 		return nil, fmt.Errorf("codegen: running net %s: %w", n.ID, err)
 	}

@@ -104,7 +104,7 @@ def init(wasmpy_source):
 
 
 # The read-only mounts: a change there fails with EROFS, as on Linux.
-_READ_ONLY = ("/usr/local/lib",)
+_READ_ONLY = ("/usr/local/lib", "/app")
 
 
 def _guard_chmod():
@@ -297,6 +297,9 @@ def run(job, read_source):
     dict). The source is dropped once compiled, so the code can use its
     memory."""
     sys.argv = list(job.get("argv") or ["<string>"])
+    if job.get("app"):
+        # The program's directory comes first, as python3 puts a script's.
+        sys.path.insert(0, job["app"])
     try:
         os.chdir("/workspace")  # the run's workspace, when the host mounts one
     except OSError:
@@ -329,9 +332,10 @@ def _run_main(job, main, read_source):
     """Runs the job's source or module in main."""
     module = job.get("module")
     try:
-        if module:
+        if module or job.get("app_main"):
             import runpy
-            runpy._run_module_as_main(module, alter_argv=True)
+            # As python3 -m MODULE, or python3 DIR (its __main__.py, argv kept).
+            runpy._run_module_as_main(module or "__main__", alter_argv=bool(module))
             return {"status": "ok", "exit_code": 0}
         filename = job.get("filename") or "<string>"
         main.__file__ = filename

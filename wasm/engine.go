@@ -239,7 +239,11 @@ type Run struct {
 	Host hostfuncs.Table // capabilities granted to this run
 	// FS is the file system the guest sees at / (workspace.Workspace's
 	// SysFS), given the run's clock for the times it records; nil: none.
-	FS           func(now func() int64) experimentalsys.FS
+	FS func(now func() int64) experimentalsys.FS
+	// App is the program's files, mounted read-only at AppMount and put
+	// first on sys.path; with no Code or Module, its __main__.py runs, as
+	// python3 DIR does. nil: AppMount is empty.
+	App          fs.FS
 	AllowImports []string // nil: any module; else the only top-level modules the code may import
 }
 
@@ -328,7 +332,9 @@ type job struct {
 	Nonce        string   `json:"nonce,omitempty"`
 	Module       string   `json:"module,omitempty"`
 	Interactive  bool     `json:"interactive,omitempty"`
-	Banner       bool     `json:"banner,omitempty"` // a REPL with nothing to run first
+	Banner       bool     `json:"banner,omitempty"`   // a REPL with nothing to run first
+	App          string   `json:"app,omitempty"`      // where the program is mounted, when it is
+	AppMain      bool     `json:"app_main,omitempty"` // run the program's __main__.py
 	Session      bool     `json:"session,omitempty"`
 }
 
@@ -397,9 +403,16 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if filename == "" {
 		filename = "<string>"
 	}
+	appMain := r.App != nil && r.Code == "" && r.Module == ""
 	j := job{Filename: filename, Argv: append([]string{argv0(filename)}, r.Args...),
-		Module: r.Module, Interactive: r.Interactive, Banner: r.Interactive && r.Code == "" && r.Module == "",
+		Module: r.Module, Interactive: r.Interactive, Banner: r.Interactive && r.Code == "" && r.Module == "" && !appMain,
 		Capabilities: r.Host.Names(), AllowImports: r.AllowImports, Session: r.Session}
+	if r.App != nil {
+		j.App, j.AppMain = AppMount, appMain
+		if appMain {
+			j.Argv[0] = AppMount // as python3 DIR has DIR
+		}
+	}
 	if e.interp.Kind != assets.Wasmpy {
 		j.SourceBase64, j.Nonce = []byte(r.Code), nonce()
 	}
@@ -508,7 +521,8 @@ func (e *Engine) moduleConfig(st *runState) wazero.ModuleConfig {
 		WithStdout(writerFunc(func(p []byte) (int, error) { return st.stdout.Write(p) })).
 		WithStderr(writerFunc(func(p []byte) (int, error) { return st.stderr.Write(p) })).
 		WithEnv("PYTHONHASHSEED", "0").WithEnv("PYTHONDONTWRITEBYTECODE", "1")
-	mounts := e.mounts.(sysfs.FSConfig).WithSysFSMount(boundFS{st}, filesMount)
+	mounts := e.mounts.(sysfs.FSConfig).WithSysFSMount(boundFS{st: st}, filesMount)
+	mounts = mounts.(sysfs.FSConfig).WithSysFSMount(boundFS{st: st, app: true}, AppMount)
 	cfg = cfg.WithFSConfig(mounts)
 	if e.interp.Kind == assets.Wasmpy {
 		cfg = cfg.WithArgs("python").WithStartFunctions()

@@ -67,6 +67,7 @@ type runState struct {
 	stderr io.Writer
 	random io.Reader
 	fs     experimentalsys.FS // the run's file system at /; nil: none
+	app    experimentalsys.FS // the run's program at AppMount; nil: none
 	intr   interrupter
 
 	mu      sync.Mutex
@@ -94,6 +95,9 @@ func (st *runState) bind(ctx context.Context, r *Run, job []byte, stdout, stderr
 	st.stdin, st.stdout, st.stderr = newStdin(r.Stdin), stdout, stderr
 	if r.FS != nil {
 		st.fs = r.FS(st.clock.wallNanos)
+	}
+	if r.App != nil {
+		st.app = appFS(r.App)
 	}
 	if r.Deterministic {
 		st.random = mrand.NewChaCha8([32]byte{'w', 'a', 's', 'm', 'p', 'y'})

@@ -54,7 +54,7 @@ const (
 func imageKey(interp *assets.Interpreter, siteKey, preloaded string) string {
 	h := sha256.New()
 	for _, s := range []string{interp.SHA256, interp.StdlibSHA256, pyhost.Bootstrap(preload), pyhost.RunMain, string(imageMagic),
-		stdlibMount, filesMount, siteKey, preloaded} {
+		stdlibMount, filesMount, AppMount, siteKey, preloaded} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

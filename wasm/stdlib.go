@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/tetratelabs/wazero"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
@@ -57,15 +58,20 @@ func (r *readOnlyFS) OpenFile(path string, flag experimentalsys.Oflag, perm fs.F
 	return r.ReadFS.OpenFile(path, flag, perm)
 }
 
-// seekableFS opens a file of the zip as a copy in memory, so it can seek:
-// a zip entry's reader cannot, and Python seeks in source files (tokenize,
-// linecache, inspect) and in data files.
-type seekableFS struct{ zip *zip.Reader }
+// seekableFS opens a file that cannot seek (a zip entry's) as a copy in
+// memory, so it can: Python seeks in source files (tokenize, linecache,
+// inspect) and in data files. A copy is at most maxCopy bytes.
+type seekableFS struct{ fs fs.FS }
+
+const maxCopy = 256 << 20
 
 func (s seekableFS) Open(name string) (fs.File, error) {
-	f, err := s.zip.Open(name)
+	f, err := s.fs.Open(name)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := f.(io.Seeker); ok {
+		return f, nil
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -76,9 +82,12 @@ func (s seekableFS) Open(name string) (fs.File, error) {
 		return f, nil
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, maxCopy+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > maxCopy {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EFBIG}
 	}
 	return &memFile{Reader: bytes.NewReader(data), info: fi}, nil
 }

@@ -20,11 +20,15 @@ func execCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "exec",
 		Usage:     "run a Python script in the sandbox, as python3 does",
-		ArgsUsage: "[-c CODE | -m MODULE | SCRIPT | -] [ARGS...]",
+		ArgsUsage: "[-c CODE | -m MODULE | SCRIPT | DIR | APP.pyz | -] [ARGS...]",
 		Description: "Runs SCRIPT (a file; - reads the code from stdin), -c CODE or -m MODULE in a fresh\n" +
 			"sandbox. As with python3, wasmpy's flags come first: everything after the script, CODE or\n" +
 			"MODULE is the script's sys.argv[1:]. With no script, stdin is the code, or, on a terminal,\n" +
 			"an interactive session (a REPL) starts; -i starts one after the script.\n\n" +
+			"As python3 puts it on sys.path, the guest sees, read-only at /app: SCRIPT's directory (SCRIPT\n" +
+			"runs as /app/NAME); DIR, whose __main__.py runs; a zipapp's files (app.pyz); for -m, the\n" +
+			"current directory when MODULE is there. Names starting with \".\" are hidden, symlinks that\n" +
+			"leave it refused. -P mounts nothing; so do -c and a script on stdin.\n\n" +
 			"The script's stdout and stderr stream as written; its stdin is wasmpy's own, as it\n" +
 			"arrives (--stdin FILE gives a file instead, --stdin /dev/null nothing). Ctrl-C raises\n" +
 			"KeyboardInterrupt in the script; a second one stops it. A value given to submit_result\n" +
@@ -46,6 +50,7 @@ func execFlags() []cli.Flag {
 		&cli.StringFlag{Name: "c", Usage: "run `CODE` (sys.argv[0] is '-c')"},
 		&cli.StringFlag{Name: "m", Usage: "run `MODULE` as __main__"},
 		&cli.BoolFlag{Name: "i", Usage: "start an interactive session after the script"},
+		&cli.BoolFlag{Name: "P", Usage: "mount nothing of the host: not the script's directory, nor for -m the current one"},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the whole result"},
 		&cli.StringFlag{Name: "stdin", Value: "-", Usage: "the script's stdin: `FILE`, or - for wasmpy's own, streamed"},
 		&cli.StringFlag{Name: "session", Usage: "run as the next turn of the session saved in `FILE`, and save it back (a new one if FILE does not exist)"},
@@ -56,6 +61,9 @@ func execFlags() []cli.Flag {
 
 func execAction(c *cli.Context) error {
 	job, err := execJob(c)
+	if app, ok := job.App.(*wasmpy.App); ok {
+		defer app.Close()
+	}
 	if err != nil {
 		return err
 	}
@@ -135,6 +143,9 @@ func execJob(c *cli.Context) (wasmpy.Job, error) {
 			return job, usageErr("-m: empty module name")
 		}
 		job.Module = c.String("m")
+		if err := moduleProgram(&job, c.Bool("P")); err != nil {
+			return job, err
+		}
 	case len(args) == 0 && isTerminal(c.App.Reader):
 		job.Interactive = true // python3 with no script, on a terminal: the REPL
 	case len(args) == 0 || args[0] == "-":
@@ -147,19 +158,13 @@ func execJob(c *cli.Context) (wasmpy.Job, error) {
 			args = args[1:]
 		}
 	default:
-		f, size, err := openFile(args[0])
-		if err != nil {
+		if err := scriptProgram(&job, args[0], c.Bool("P")); err != nil {
 			return job, err
 		}
-		defer f.Close()
-		code, err := readText(f, args[0], size)
-		if err != nil {
-			return job, err
-		}
-		job.Code, job.Filename, args = code, args[0], args[1:]
+		args = args[1:]
 	}
 	job.Args = args
-	if job.Code == "" && job.Module == "" && !job.Interactive {
+	if job.Code == "" && job.Module == "" && !job.Interactive && job.App == nil {
 		job.Code = "\n" // an empty script is valid Python: it does nothing
 	}
 	switch in := c.String("stdin"); in {

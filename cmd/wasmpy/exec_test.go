@@ -148,7 +148,7 @@ func TestExecBadInput(t *testing.T) {
 		{"huge size", []string{"exec", "--memory", "64GiB", "-c", "1"}, "at most 4GiB"},
 		{"bad fuel", []string{"exec", "--fuel", "-5", "-c", "1"}, `--fuel "-5"`},
 		{"missing script", []string{"exec", filepath.Join(dir, "nope.py")}, "no such file or directory"},
-		{"directory", []string{"exec", dir}, "is a directory"},
+		{"directory without __main__.py", []string{"exec", dir}, "can't find '__main__' module in"},
 		{"empty code", []string{"exec", "-c", ""}, "empty code"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"typo", []string{"exce"}, `did you mean "exec"?`},

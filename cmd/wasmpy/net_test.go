@@ -58,6 +58,13 @@ func TestNetBuildCLI(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(tick), "count += 1\nprint(\"tick\", count)\n")
 
+	// What net build writes runs in the sandbox as it is, reading the
+	// transition modules beside main.py.
+	code, out, errOut = wasmpyCLI(t, "", "exec", filepath.Join(dir, "main.py"))
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "tick 1\ntick 2\ntick 3\ndone after 3 ticks; marking was {'ready': 0, 'ticks': 3, 'done': 0}\n", out)
+	require.Contains(t, errOut, `submit_result: {"net":"countdown","marking":{"ready":0,"ticks":3,"done":1}`)
+
 	// --out may come first; requirements are written, and noted.
 	dir = t.TempDir()
 	code, _, errOut = wasmpyCLI(t, "", "net", "build", "--out", dir, pnml("needs_numpy.yaml"))

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"archive/zip"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for p, data := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(data), 0o644))
+	}
+}
+
+// exec runs what python3 runs, with what python3 would import mounted at /app.
+func TestExecPrograms(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"app/main.py":         "import sys, helper\nprint(helper.X, __file__, sys.argv)\n",
+		"app/helper.py":       "X = 'helper'\n",
+		"app/__main__.py":     "import sys\nprint('dir', __file__, sys.argv)\n",
+		"app/pkg/__init__.py": "",
+		"app/pkg/__main__.py": "import sys\nfrom . import mod\nprint('pkg', mod.Y, sys.argv)\n",
+		"app/pkg/mod.py":      "Y = 2\n",
+		"empty/x.py":          "",
+	})
+	app := filepath.Join(dir, "app")
+
+	code, out, errOut := wasmpyCLI(t, "", "exec", filepath.Join(app, "main.py"), "a")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "helper /app/main.py ['/app/main.py', 'a']\n", out)
+
+	code, out, errOut = wasmpyCLI(t, "", "exec", app, "b")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "dir /app/__main__.py ['/app', 'b']\n", out)
+
+	zipPath := filepath.Join(dir, "app.pyz")
+	f, err := os.Create(zipPath)
+	require.NoError(t, err)
+	zw := zip.NewWriter(f)
+	w, err := zw.Create("__main__.py")
+	require.NoError(t, err)
+	w.Write([]byte("import sys\nprint('zip', sys.argv)\n"))
+	require.NoError(t, zw.Close())
+	require.NoError(t, f.Close())
+	code, out, errOut = wasmpyCLI(t, "", "exec", zipPath, "c")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "zip ['/app', 'c']\n", out)
+
+	t.Chdir(app)
+	code, out, errOut = wasmpyCLI(t, "", "exec", "-m", "pkg", "d")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "pkg 2 ['/app/pkg/__main__.py', 'd']\n", out, "-m finds the package in the current directory, as python3 does")
+
+	// -P mounts nothing of the host, as python3 -P leaves the path alone.
+	code, _, errOut = wasmpyCLI(t, "", "exec", "-P", "-m", "pkg")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "No module named pkg")
+	code, _, errOut = wasmpyCLI(t, "", "exec", "-P", "main.py")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "ModuleNotFoundError: No module named 'helper'")
+	code, out, errOut = wasmpyCLI(t, "", "exec", "-c", "import os; print(os.listdir('/app'))")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "[]\n", out, "-c mounts nothing")
+
+	code, _, errOut = wasmpyCLI(t, "", "exec", filepath.Join(dir, "empty"))
+	require.Equal(t, 2, code)
+	require.Equal(t, "wasmpy: can't find '__main__' module in \""+filepath.Join(dir, "empty")+"\"\n", errOut)
+
+	bad := filepath.Join(dir, "bad.pyz")
+	require.NoError(t, os.WriteFile(bad, []byte("PK\x03\x04 not really"), 0o644))
+	code, out, errOut = wasmpyCLI(t, "", "exec", bad)
+	require.Equal(t, 2, code)
+	require.Empty(t, out)
+	require.Equal(t, "wasmpy: "+bad+": not a directory, nor a valid zip file\n", errOut)
+}
