@@ -293,6 +293,7 @@ func TestTerminalTraceback(t *testing.T) {
 	script := writeScript(t, "tb.py", "def inner(d):\n    return d['key'] + 1\n\ndef outer():\n    return inner({'key': None})\n\nouter()\n")
 	s := startSession(t, "exec", script)
 	s.expect("Traceback (most recent call last):\r\n")
+	script = "/app/tb.py" // the script as the guest sees it, beside its directory's modules
 	want := fmt.Sprintf("  File %q, line 7, in <module>\r\n    outer()\r\n    ~~~~~^^\r\n"+
 		"  File %q, line 5, in outer\r\n    return inner({'key': None})\r\n"+
 		"  File %q, line 2, in inner\r\n    return d['key'] + 1\r\n           ~~~~~~~~~^~~\r\n"+
