@@ -3,10 +3,12 @@ package wasmpy_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -167,4 +169,78 @@ func TestArgv0(t *testing.T) {
 	res := run(t, wasmpy.Job{Module: "platform", Args: []string{"--terse"}})
 	require.Nil(t, res.Error, res.Stderr)
 	require.NotEmpty(t, res.Stdout)
+}
+
+// writeCounter counts the writes a stream receives.
+type writeCounter struct {
+	mu     sync.Mutex
+	writes int
+	buf    strings.Builder
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes++
+	return w.buf.Write(p)
+}
+
+// Printing is cheap: stdout is buffered, so 20,000 prints reach the host
+// in a handful of writes (they were 40,000, two a print), whole and in
+// order with stderr.
+func TestStdoutBatchesWrites(t *testing.T) {
+	var out writeCounter
+	res := run(t, wasmpy.Job{Code: "import sys\nfor i in range(20000): print(i)\nsys.stderr.write('e\\n')\nprint('end')\n",
+		Stdout: &out, Stderr: &out})
+	require.Nil(t, res.Error, res.Stderr)
+	var want strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	require.Equal(t, want.String()+"e\nend\n", out.buf.String())
+	require.Less(t, out.writes, 200)
+}
+
+// Buffered output still streams: a line printed before a long computation
+// arrives while it runs, and a prompt before a read of stdin arrives
+// before the script waits for its answer, without flush=True.
+func TestBufferedOutputStreams(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lineWriter{lines: make(chan string, 10)}
+	done := startRun(t, ctx, wasmpy.Job{Code: "print('computing')\nwhile True: pass\n", Stdout: out})
+	require.Equal(t, "computing", within(t, out.lines))
+	cancel()
+	require.Equal(t, wasmpy.KindInterrupted, (<-done).Error.Kind)
+
+	stdinR, stdinW := io.Pipe()
+	prompt := make(chan string, 1)
+	stdout := writerFunc(func(p []byte) (int, error) {
+		select {
+		case prompt <- string(p):
+		default:
+		}
+		return len(p), nil
+	})
+	done = startRun(t, context.Background(), wasmpy.Job{
+		Code:  "import sys\nsys.stdout.write('name? ')\nline = sys.stdin.readline()\nsys.exit(0 if line == 'ada\\n' else 3)\n",
+		Stdin: stdinR, Stdout: stdout})
+	require.Equal(t, "name? ", within(t, prompt), "the prompt shows before the script waits")
+	io.WriteString(stdinW, "ada\n")
+	res := <-done
+	require.Nil(t, res.Error, res.Stderr)
+}
+
+// within is what ch gives, or a failure once a generous bound has passed
+// (a hang, on any machine).
+func within[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(time.Minute):
+		t.Fatal("nothing arrived within a minute")
+	}
+	var zero T
+	return zero
 }

@@ -48,6 +48,7 @@ class _Transport:
                          allow_nan=False).encode()
         except (TypeError, ValueError) as e:
             raise ValueError("%s: argument is not JSON-serializable: %s" % (fn, e)) from None
+        _flush_out()  # what the script printed shows before the host works
         resp = _loads(_wasmpy.call(req))
         err = resp.get("error")
         if err is not None:
@@ -67,24 +68,78 @@ _session_main = None
 _installed = ()
 
 
-def _write_through():
-    """Makes stdout and stderr unbuffered, as `python -u` does: every write
-    reaches the host at once, so output written before a run is stopped
-    (deadline, fuel, memory, kill) is never lost, and the two streams keep
-    their order."""
+# The signal the host raises (through PyErr_SetInterruptEx) to have stdout
+# flushed: SIGUSR1, which WASI never delivers otherwise.
+_FLUSH_SIGNAL = 10
+_out = None  # the guest's stdout, block-buffered
+
+
+def _flush_out(*_):
+    try:
+        _out.flush()
+    except Exception:  # a reentrant call, a closed stream: the next flush will do
+        pass
+
+
+class _Stderr(io.TextIOWrapper):
+    """stderr: unbuffered, and after what stdout holds, so the two streams
+    keep the order the script wrote them in."""
+
+    def write(self, s):
+        _flush_out()
+        return super().write(s)
+
+
+def _streams():
+    """Makes stdout block-buffered, as python3's on a pipe: every write is
+    a trip through the interpreter's I/O stack and a host call, and a
+    print-heavy script spent most of its time there. Nothing waits long:
+    the host has the buffer flushed (with _FLUSH_SIGNAL) every few
+    milliseconds of compute and before a read of stdin blocks, the runner
+    before time.sleep, a capability call, an exit, an abort and the end of
+    the run, and stderr before each write. stderr stays
+    unbuffered. The plain WASI build, which cannot raise the signal, keeps
+    both unbuffered, as `python -u`."""
+    global _out
+    import signal
+    buffered = _wasmpy is not None and hasattr(signal, "SIGUSR1")
     for name, fd in (("stdout", 1), ("stderr", 2)):
         old = getattr(sys, name)
         old.flush()
-        new = io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding=old.encoding,
-                               errors=old.errors, write_through=True)
+        raw = io.FileIO(fd, "w", closefd=False)
+        if name == "stdout" and buffered:
+            new = io.TextIOWrapper(io.BufferedWriter(raw), encoding=old.encoding, errors=old.errors)
+        else:
+            cls = _Stderr if name == "stderr" else io.TextIOWrapper
+            new = cls(raw, encoding=old.encoding, errors=old.errors, write_through=True)
         setattr(sys, name, new)
         setattr(sys, "__%s__" % name, new)
+    _out = sys.stdout
+    if buffered:
+        signal.signal(_FLUSH_SIGNAL, _flush_out)
+        import time
+        _flushing(time, "sleep")
+        _flushing(os, "_exit")
+        _flushing(os, "abort")
+        _flushing(signal, "raise_signal")
+
+
+def _flushing(module, name):
+    """Has module.name flush stdout first: what it does ends the process."""
+    real = getattr(module, name)
+
+    def flushed(*args, **kwargs):
+        _flush_out()
+        return real(*args, **kwargs)
+
+    flushed.__name__, flushed.__doc__ = real.__name__, real.__doc__
+    setattr(module, name, flushed)
 
 
 def init(wasmpy_source):
     """Runs once per interpreter, before the snapshot (or before main)."""
     global _api
-    _write_through()
+    _streams()
     _api = types.ModuleType("wasmpy")
     _api.__dict__["_call"] = _Transport.call
     exec(compile(wasmpy_source, "<wasmpy>", "exec"), _api.__dict__)

@@ -109,6 +109,7 @@ func pollOneoffErrno(ctx context.Context, mod api.Module, in, out, n, resultPtr 
 		if st := stateFrom(ctx); st != nil {
 			st.meter.refuel(ctx)
 			st.intr.deliver()
+			st.intr.tick()
 		}
 		return errnoInval
 	}

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/api"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
 // interruptExport is the wasmpy build's PyErr_SetInterruptEx. Called with
@@ -13,7 +14,17 @@ import (
 // the host may call it from within any host call the guest is making.
 const interruptExport = "PyErr_SetInterruptEx"
 
-const sigint = 2
+const (
+	sigint = 2
+	// sigflush is the signal whose handler flushes the guest's stdout
+	// (SIGUSR1; see pyhost's runner). The guest's stdout is block-buffered;
+	// the host has it flushed every flushEvery slices of fuel, and before
+	// the guest blocks reading stdin, so its output still streams as it
+	// computes and shows before it waits. (A sleep cannot fail with EINTR
+	// in wasi-libc: the runner flushes before time.sleep.)
+	sigflush   = 10
+	flushEvery = 8
+)
 
 // interrupter carries interrupts from the goroutine that raises them to
 // the guest's, which delivers them: at its next refuel (within about a
@@ -26,6 +37,11 @@ type interrupter struct {
 	// stop ends the run instead, for an interpreter that cannot raise
 	// KeyboardInterrupt (the npm build exports no PyErr_SetInterruptEx).
 	stop func()
+
+	// On the guest's goroutine only: slices of fuel since the last flush,
+	// and whether the guest was just sent back to flush before blocking.
+	slices  int
+	flushed bool
 }
 
 func newInterrupter() interrupter { return interrupter{wake: make(chan struct{}, 1), stop: func() {}} }
@@ -58,10 +74,45 @@ func (i *interrupter) deliver() {
 	_, _ = fn.Call(i.ctx, sigint) // fails only for a bad signal number
 }
 
+// tick counts a slice of fuel and has stdout flushed every flushEvery.
+// Call it as deliver.
+func (i *interrupter) tick() {
+	if i.slices++; i.slices >= flushEvery {
+		i.flush()
+	}
+}
+
+// flush has the guest flush its stdout at its next bytecode boundary.
+func (i *interrupter) flush() {
+	i.slices = 0
+	if i.mod == nil {
+		return
+	}
+	if fn := i.mod.ExportedFunction(interruptExport); fn != nil {
+		_, _ = fn.Call(i.ctx, sigflush)
+	}
+}
+
+// flushFirst, before the guest blocks, has it flush its stdout and
+// reports true: the blocking call then fails with EINTR, on which CPython
+// runs the flush and calls again. The second call blocks (false).
+func (i *interrupter) flushFirst() bool {
+	if i.flushed || i.mod == nil {
+		i.flushed = false
+		return false
+	}
+	i.flushed = true
+	i.flush()
+	return true
+}
+
 // readStdin serves the guest's reads of stdin; an interrupt while it waits
 // is raised at once, and the read fails with EINTR, on which CPython checks
 // for it.
 func (st *runState) readStdin(p []byte) (int, error) {
+	if st.intr.flushFirst() {
+		return 0, experimentalsys.EINTR
+	}
 	n, err := st.stdin.read(p, st.ctx.Done(), st.intr.wake)
 	st.intr.deliver()
 	return n, err
