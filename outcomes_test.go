@@ -223,3 +223,15 @@ func TestBlockedStream(t *testing.T) {
 		t.Fatal("the run waited for its blocked stream past its deadline")
 	}
 }
+
+// What the script printed just before a stop is kept, though stdout is
+// buffered: the instance flushes it in one last slice of fuel, which the
+// fuel used does not count.
+func TestOutputJustBeforeAStop(t *testing.T) {
+	const fuel = 3 << 18 // fewer slices than between periodic flushes
+	res := run(t, wasmpy.Job{Code: "print('last words')\nwhile True: pass\n", Limits: wasmpy.Limits{Fuel: fuel}})
+	require.NotNil(t, res.Error)
+	require.Equal(t, wasmpy.KindFuel, res.Error.Kind)
+	require.Equal(t, uint64(fuel), res.FuelUsed)
+	require.Equal(t, "last words\n", res.Stdout)
+}

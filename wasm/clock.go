@@ -101,13 +101,15 @@ const (
 func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 	in, out, n, resultPtr := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
 	stack[0] = pollOneoffErrno(ctx, mod, in, out, n, resultPtr)
-	stopIfDone(ctx) // a sleep cut short by the deadline does not return
+	if n != 0 { // a refuel has decided already
+		stopIfDone(ctx) // a sleep cut short by the deadline does not return
+	}
 }
 
 func pollOneoffErrno(ctx context.Context, mod api.Module, in, out, n, resultPtr uint32) uint64 {
 	if n == 0 { // the instrumented code asking for fuel (see refuelImport)
 		if st := stateFrom(ctx); st != nil {
-			st.meter.refuel(ctx)
+			st.meter.refuel(ctx, st.intr.flush)
 			st.intr.deliver()
 			st.intr.tick()
 		}

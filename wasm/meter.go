@@ -30,6 +30,7 @@ type meter struct {
 	spent  int64 // paid for by the slices settled so far
 	given  int64 // what the counter held when last set or settled
 	out    bool  // the budget ran out
+	graced bool  // the instance has had its last slice, to flush
 
 	// deadline, when set, is checked against the clock at every refuel,
 	// and expire ends the run's context when it has passed. The check does
@@ -71,7 +72,7 @@ func (m *meter) reset(budget int64) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.budget, m.spent, m.out = budget, 0, false
+	m.budget, m.spent, m.out, m.graced = budget, 0, false, false
 	m.give()
 }
 
@@ -88,33 +89,63 @@ func (m *meter) settle() {
 
 // refuel runs when the instance has spent its slice: it stops the instance
 // (by panicking, which wazero turns into the call's error) if its budget
-// is spent or ctx is done, and gives it the next slice otherwise.
-func (m *meter) refuel(ctx context.Context) {
+// is spent or ctx is done, and gives it the next slice otherwise. Before
+// it stops an instance it gives it one last slice, once, and calls flush,
+// so that what the guest printed last reaches its output (which the
+// used fuel does not count).
+func (m *meter) refuel(ctx context.Context, flush func()) {
 	if m == nil || m.counter == nil {
 		return
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.settle()
-	if m.spent > m.budget {
-		m.out = true
-		panic(errFuel)
-	}
-	if !m.deadline.IsZero() && !time.Now().Before(m.deadline) {
+	var stop error
+	switch {
+	case m.spent > m.budget:
+		m.out, stop = true, errFuel
+	case !m.deadline.IsZero() && !time.Now().Before(m.deadline):
 		m.expire()
-		panic(errStopped)
+		stop = errStopped
+	case ctx.Err() != nil:
+		stop = errStopped
 	}
-	stopIfDone(ctx)
-	m.give()
+	if stop == nil {
+		m.give()
+		m.mu.Unlock()
+		return
+	}
+	if m.graced {
+		m.mu.Unlock()
+		panic(stop)
+	}
+	m.graced = true
+	m.given = fuelSlice
+	m.counter.Set(fuelSlice)
+	m.mu.Unlock()
+	flush() // calls into the guest, which may come back for fuel
 }
 
-// stopIfDone ends the guest's call once its context is done. Refuel, the
-// host calls and poll_oneoff call it: a run past its deadline gets no
-// further capability, sleep or slice.
+// stopIfDone ends the guest's call once its context is done, or its meter
+// has given it its last slice. Refuel, the host calls and poll_oneoff call
+// it: a run past its deadline or budget gets no further capability, sleep
+// or slice.
 func stopIfDone(ctx context.Context) {
 	if ctx.Err() != nil {
 		panic(errStopped)
 	}
+	if st := stateFrom(ctx); st != nil && st.meter.lastSlice() {
+		panic(errStopped)
+	}
+}
+
+// lastSlice reports whether the instance is on its last slice.
+func (m *meter) lastSlice() bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.graced
 }
 
 // until makes refuel stop the instance once deadline has passed, calling
