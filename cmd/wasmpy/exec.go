@@ -80,9 +80,14 @@ func execAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	sb, err := newSandbox(c, cfg)
+	sigs, stopSignals := notifySignals()
+	defer stopSignals()
+	sb, stop, err := loadWithSignals(c, cfg, sigs)
 	if err != nil {
 		return err
+	}
+	if stop != 0 {
+		return report(c, notRun(stop, "interrupted while the sandbox was loading"), true)
 	}
 	defer sb.Close(c.Context)
 	runJob := sb.Run
@@ -105,7 +110,7 @@ func execAction(c *cli.Context) error {
 			job.Stdout, job.Stdin = term.promptWriter(job.Stdout), term.lineReader()
 		}
 	}
-	res, stop, err := runWithSignals(c.Context, runJob, &job, term)
+	res, stop, err := runWithSignals(c.Context, runJob, &job, term, sigs)
 	if out != nil {
 		out.Flush()
 	}
