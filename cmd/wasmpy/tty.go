@@ -117,7 +117,6 @@ func (t *terminal) readLine() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer term.Restore(t.fd, raw)
 	if w, h, err := term.GetSize(t.fd); err == nil && w > 0 {
 		t.editor.SetSize(w, h)
 	}
@@ -126,6 +125,10 @@ func (t *terminal) readLine() (string, error) {
 	t.editor.SetPrompt(prompt)
 	t.ctrlC = false
 	line, err := t.editor.ReadLine()
+	// Restored before the script hears of a Ctrl-C: what it prints then
+	// (KeyboardInterrupt, its next prompt) must not meet a raw terminal,
+	// which would not turn its newlines into line starts.
+	term.Restore(t.fd, raw)
 	if err == io.EOF && t.ctrlC {
 		// The editor keeps the abandoned line: start afresh, with the history.
 		history := t.editor.History
