@@ -42,6 +42,16 @@ type interrupter struct {
 	// and whether the guest was just sent back to flush before blocking.
 	slices  int
 	flushed bool
+	fn      api.Function // the instance's interruptExport, once looked up
+}
+
+// export is the instance's interruptExport, or nil; looking it up each
+// time would allocate, at every flush.
+func (i *interrupter) export() api.Function {
+	if i.fn == nil && i.mod != nil {
+		i.fn = i.mod.ExportedFunction(interruptExport)
+	}
+	return i.fn
 }
 
 func newInterrupter() interrupter { return interrupter{wake: make(chan struct{}, 1), stop: func() {}} }
@@ -66,7 +76,7 @@ func (i *interrupter) deliver() {
 	case <-i.wake:
 	default:
 	}
-	fn := i.mod.ExportedFunction(interruptExport)
+	fn := i.export()
 	if fn == nil {
 		i.stop()
 		return
@@ -85,10 +95,7 @@ func (i *interrupter) tick() {
 // flush has the guest flush its stdout at its next bytecode boundary.
 func (i *interrupter) flush() {
 	i.slices = 0
-	if i.mod == nil {
-		return
-	}
-	if fn := i.mod.ExportedFunction(interruptExport); fn != nil {
+	if fn := i.export(); fn != nil {
 		_, _ = fn.Call(i.ctx, sigflush)
 	}
 }
