@@ -82,7 +82,7 @@ func TestOutcomes(t *testing.T) {
 }
 
 // What the script wrote before the run was stopped is in the Result, the
-// partial line included: the guest's streams are unbuffered.
+// partial line included: stderr is unbuffered, and stdout flushed first.
 func TestOutputBeforeAStop(t *testing.T) {
 	const wrote = "import sys\nprint('line')\nsys.stdout.write('partial')\nsys.stderr.write('err-partial')\n"
 	for name, tc := range map[string]struct {

@@ -210,8 +210,8 @@ type Run struct {
 	// Stdin is read as the guest asks for it; nil: the guest reads EOF.
 	Stdin io.Reader
 	// Stdout and Stderr, when set, get the guest's output as it writes it,
-	// beside the Outcome's capture. The guest's streams are unbuffered, so
-	// each write arrives at once, in order.
+	// beside the Outcome's capture, in the order the guest wrote them
+	// (its stdout is buffered and flushed often: see interrupter).
 	Stdout, Stderr io.Writer
 	// Interrupt raises KeyboardInterrupt in the guest, once per value
 	// received, as SIGINT does in python3.
