@@ -104,7 +104,7 @@ func (i *interrupter) flush() {
 // reports true: the blocking call then fails with EINTR, on which CPython
 // runs the flush and calls again. The second call blocks (false).
 func (i *interrupter) flushFirst() bool {
-	if i.flushed || i.mod == nil {
+	if i.flushed || i.export() == nil {
 		i.flushed = false
 		return false
 	}
