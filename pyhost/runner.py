@@ -353,7 +353,10 @@ def run(job, read_source):
     memory."""
     sys.argv = list(job.get("argv") or ["<string>"])
     if job.get("app"):
-        # The program's directory comes first, as python3 puts a script's.
+        # The program's directory comes first, as python3 puts a script's
+        # (once: a session's next turn finds it there already).
+        if job["app"] in sys.path:
+            sys.path.remove(job["app"])
         sys.path.insert(0, job["app"])
     try:
         os.chdir("/workspace")  # the run's workspace, when the host mounts one
