@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"testing/fstest"
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/hostfuncs"
@@ -96,4 +97,29 @@ submit_result({"total": total})
 	// Output:
 	// unknown sku "durian"
 	// {"total":2.75} price 4
+}
+
+// A program of several files runs from Job.App, mounted read-only at
+// /app and first on sys.path, as python3 runs a directory. A program on
+// disk (a directory or a zipapp) comes from wasmpy.OpenApp.
+func ExampleJob_app() {
+	ctx := context.Background()
+	sb, err := wasmpy.New(ctx, wasmpy.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Close(ctx)
+
+	app := fstest.MapFS{
+		"__main__.py":        {Data: []byte("import sys\nfrom shapes import area\nprint(area(3), sys.argv)\n")},
+		"shapes/__init__.py": {Data: []byte("from .square import area\n")},
+		"shapes/square.py":   {Data: []byte("def area(side):\n    return side * side\n")},
+	}
+	res, err := sb.Run(ctx, wasmpy.Job{App: app, Args: []string{"x"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(res.Stdout)
+	// Output:
+	// 9 ['/app', 'x']
 }
