@@ -16,13 +16,15 @@ import (
 // mounted read-only at /app (wasmpy.AppMount), and -P mounts nothing.
 
 // scriptProgram fills in job for `exec PATH`: a directory or a zipapp runs
-// its __main__.py, a script runs with its directory mounted.
+// its __main__.py, a script runs with its directory mounted (a script that
+// is no regular file, such as <(...), has no directory of its own).
 func scriptProgram(job *wasmpy.Job, path string, isolate bool) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return usageErr("%s: %v", path, unwrap(err))
 	}
-	if fi.IsDir() || isZipapp(path) {
+	regular := fi.Mode().IsRegular() // not a pipe: <(...), /dev/stdin
+	if fi.IsDir() || regular && isZipapp(path) {
 		app, err := openApp(path)
 		if err != nil {
 			return err
@@ -43,7 +45,7 @@ func scriptProgram(job *wasmpy.Job, path string, isolate bool) error {
 		return err
 	}
 	job.Filename = path
-	if isolate {
+	if isolate || !regular {
 		return nil
 	}
 	if job.App, err = openApp(filepath.Dir(path)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,6 +69,19 @@ func TestExecPrograms(t *testing.T) {
 	code, out, errOut = wasmpyCLI(t, "", "exec", "-c", "import os; print(os.listdir('/app'))")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "[]\n", out, "-c mounts nothing")
+
+	// A script from a pipe (<(...)) is read as it comes: nothing peeked at, nothing mounted.
+	fifo := filepath.Join(dir, "pipe.py")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	go func() {
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Write([]byte("import os\nprint('piped', os.listdir('/app'))\n"))
+			w.Close()
+		}
+	}()
+	code, out, errOut = wasmpyCLI(t, "", "exec", fifo)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "piped []\n", out)
 
 	code, _, errOut = wasmpyCLI(t, "", "exec", filepath.Join(dir, "empty"))
 	require.Equal(t, 2, code)
