@@ -7,6 +7,10 @@
 #            native run of the same source (make test runs a fast subset)
 # make fuzz  runs every fuzz target (or those matching FUZZ) for FUZZTIME each
 #            (FUZZFLAGS=-parallel=1 to spare cores)
+# make setup  installs the Debian packages the tests run against (postgresql,
+#            haproxy: deploy/setup.sh), as root; make test runs it
+# make cluster-test  PostgreSQL + three replicas behind haproxy on loopback,
+#            under load, one replica killed and restarted, the store checked
 # make soak  drives bin/wasmpy serve with mixed load for DURATION (default 30s)
 # make test-python  tests the Python client (python/) with the machine's python3
 #            against bin/wasmpy: the CLI, a real `wasmpy serve`, a fake LLM
@@ -16,7 +20,7 @@ BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 
-.PHONY: all wasmpy interpreter packages test test-python test-cpython bench fuzz soak clean
+.PHONY: all wasmpy interpreter packages setup cluster-test test test-python test-cpython bench fuzz soak clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -36,7 +40,12 @@ packages:
 	  if [ $$rc -eq 3 ]; then echo "make: cannot fetch the Debian packages here; the tests that need them skip"; \
 	  else exit $$rc; fi; }
 
-test: all packages
+# setup.sh exits 3 when it cannot install (no root, no apt): the tests that
+# need the packages then fail, naming them.
+setup:
+	@deploy/setup.sh || { rc=$$?; [ $$rc -eq 3 ] || exit $$rc; }
+
+test: all packages setup
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "make: gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...

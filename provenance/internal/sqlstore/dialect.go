@@ -19,9 +19,9 @@ type Dialect struct {
 	// version reads the schema version; setVersion writes it in tx.
 	version    func(ctx context.Context, db querier) (int, error)
 	setVersion func(ctx context.Context, tx *sql.Tx, v int) error
-	// lock, when set, is run first in the migrating transaction so that
-	// processes starting together migrate one at a time.
-	lock string
+	// lock and unlock, when set, take and release a lock on the migrating
+	// connection, so that processes starting together migrate one at a time.
+	lock, unlock string
 	// dollar: placeholders are $1, $2... rather than ?.
 	dollar bool
 	// textTime: times are held as fixed-width UTC text, so text order is

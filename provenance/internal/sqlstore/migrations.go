@@ -155,6 +155,10 @@ var SQLite = &Dialect{
 	textTime: true,
 }
 
+// PostgresLease is how long a replica sharing a PostgreSQL database may go
+// without a heartbeat before the others judge it dead.
+const PostgresLease = 30 * time.Second
+
 // Postgres is the shared dialect: the version is a row of wasmpy_schema,
 // migrations take an advisory lock, and an owner is also dead when its
 // heartbeat is older than the lease.
@@ -178,7 +182,8 @@ var Postgres = &Dialect{
 		}
 		return err
 	},
-	lock:   "SELECT pg_advisory_xact_lock(7305917)", // any constant: wasmpy's migrations
+	lock:   "SELECT pg_advisory_lock(7305917)", // any constant: wasmpy's migrations
+	unlock: "SELECT pg_advisory_unlock(7305917)",
 	dollar: true,
-	Lease:  30 * time.Second,
+	Lease:  PostgresLease,
 }

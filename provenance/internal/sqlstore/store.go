@@ -56,10 +56,24 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect) (*Store, error) {
 }
 
 // migrate brings the schema to the newest version this code knows, one
-// version per step, in one transaction.
+// version per step, in one transaction. Where the dialect has a lock, it is
+// held on the migrating connection around that transaction, and the version
+// is read once it is held: the transaction then starts after any other
+// process's migration committed, and sees its tables.
 func (s *Store) migrate(ctx context.Context) error {
 	latest := len(s.d.Migrations)
-	v, err := s.d.version(ctx, s.db)
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if s.d.lock != "" {
+		if _, err := conn.ExecContext(ctx, s.d.lock); err != nil {
+			return err
+		}
+		defer conn.ExecContext(context.Background(), s.d.unlock)
+	}
+	v, err := s.d.version(ctx, conn)
 	if err != nil {
 		return err
 	}
@@ -69,19 +83,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	if v == latest {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if s.d.lock != "" {
-		if _, err := tx.ExecContext(ctx, s.d.lock); err != nil {
-			return err
-		}
-		if v, err = s.d.version(ctx, tx); err != nil { // another process may have migrated meanwhile
-			return err
-		}
-	}
 	for ; v < latest; v++ {
 		if _, err := tx.ExecContext(ctx, s.d.Migrations[v]); err != nil {
 			return fmt.Errorf("migrating the schema to version %d: %w", v+1, err)
