@@ -1,6 +1,7 @@
 # make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
 #            build when the machine can build it, the npm one always)
 # make test  runs every test against the real interpreter, then a 30s soak
+#            and the cluster test (about a minute)
 # make packages  fetches the Debian packages of assets/build/packages.lock
 #            (sympy, networkx, dateutil...) that the package-set tests build into a set
 # make test-cpython  runs CPython's regression tests in the sandbox beside a
@@ -52,6 +53,7 @@ test: all packages setup
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory soak
+	$(GO) run ./internal/clustertest -wasmpy bin/wasmpy
 
 PYTHON ?= python3
 test-python: all
@@ -85,6 +87,9 @@ fuzz: all
 	grep '^\./' bin/fuzz-times | awk '{printf "%-22s %-24s wall %7.1fs  cpu %7.1fs\n", $$1, $$2, $$3, $$4+$$5; w+=$$3; c+=$$4+$$5} \
 	  END {printf "fuzz: %d targets, wall %.1fs, cpu %.1fs (%.2f cpu-hours)\n", NR, w, c, c/3600}'; \
 	if [ -n "$$failed" ]; then echo "fuzz: failures (inputs saved under testdata/fuzz):$$failed"; exit 1; fi
+
+cluster-test: all setup
+	$(GO) run ./internal/clustertest -wasmpy bin/wasmpy
 
 DURATION ?= 30s
 soak: all
