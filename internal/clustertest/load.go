@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,7 +17,7 @@ import (
 type answer struct {
 	class       string
 	status      int    // 0: no answer
-	err         string // why there was no answer
+	err         string // why there was no answer, or the start of a non-2xx body
 	executionID string
 	latency     time.Duration
 }
@@ -78,8 +79,11 @@ func send(client *http.Client, base string, i int) answer {
 		a.latency, a.err = time.Since(start), err.Error()
 		return a
 	}
-	io.Copy(io.Discard, resp.Body)
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		a.err = strings.TrimSpace(string(body[:min(len(body), 160)]))
+	}
 	a.latency = time.Since(start)
 	a.status, a.executionID = resp.StatusCode, resp.Header.Get("X-Execution-Id")
 	return a
@@ -96,10 +100,12 @@ type figures struct {
 	P50MS     float64        `json:"p50_ms"`
 	P99MS     float64        `json:"p99_ms"`
 	Errors    map[string]int `json:"errors"` // by status ("no answer" when the connection failed)
+	// Examples has one answer's body per error status.
+	Examples map[string]string `json:"examples,omitempty"`
 }
 
 func summarise(phase string, replicas int, d time.Duration, as []answer) figures {
-	f := figures{Phase: phase, Replicas: replicas, Seconds: d.Seconds(), Requests: len(as), Errors: map[string]int{}}
+	f := figures{Phase: phase, Replicas: replicas, Seconds: d.Seconds(), Requests: len(as), Errors: map[string]int{}, Examples: map[string]string{}}
 	var lat []time.Duration
 	for _, a := range as {
 		switch {
@@ -110,6 +116,7 @@ func summarise(phase string, replicas int, d time.Duration, as []answer) figures
 			f.Errors["no answer: "+a.err]++
 		default:
 			f.Errors[fmt.Sprint(a.status)]++
+			f.Examples[fmt.Sprint(a.status)] = a.err
 		}
 	}
 	slices.Sort(lat)
@@ -125,6 +132,10 @@ func summarise(phase string, replicas int, d time.Duration, as []answer) figures
 }
 
 func (f figures) String() string {
-	return fmt.Sprintf("%-10s replicas=%d  %5.1f req/s  p50 %6.1f ms  p99 %7.1f ms  requests %d  errors %v",
+	s := fmt.Sprintf("%-10s replicas=%d  %5.1f req/s  p50 %6.1f ms  p99 %7.1f ms  requests %d  errors %v",
 		f.Phase, f.Replicas, f.ReqPerSec, f.P50MS, f.P99MS, f.Requests, f.Errors)
+	for status, body := range f.Examples {
+		s += fmt.Sprintf("\n    a %s: %s", status, body)
+	}
+	return s
 }

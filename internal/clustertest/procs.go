@@ -118,8 +118,10 @@ func haproxyBinary(flagValue string) (string, error) {
 }
 
 // haproxyConfig routes to the replicas that pass /health/ready, checked
-// every 500ms; a connection refused is retried on another replica, a
-// request already sent never is (it may have run).
+// every 500ms. A request is retried on another replica when its connection
+// is refused or its answer is a 503 (a replica restarted in place answers
+// before the checks see it is not ready, and its 503 loading means nothing
+// ran); one that got no answer never is: it may have run.
 const haproxyConfig = `global
 	maxconn 4096
 defaults
@@ -128,7 +130,8 @@ defaults
 	timeout client 2m
 	timeout server 2m
 	retries 2
-	option redispatch
+	retry-on conn-failure 503
+	option redispatch 1
 frontend wasmpy
 	bind %s
 	default_backend replicas

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -107,6 +108,11 @@ func run(ctx context.Context, cfg config) (err error) {
 		f := summarise(name, n, elapsed, as)
 		fmt.Println("cluster-test:", f)
 		figs, all = append(figs, f), append(all, as...)
+		for _, a := range as {
+			if strings.Contains(a.err, `"code":"loading"`) {
+				return fmt.Errorf("%s: a replica took traffic before it was ready: %s", name, a.err)
+			}
+		}
 		if during == nil && len(f.Errors) > 0 {
 			return fmt.Errorf("%s: errors without any replica failing: %v", name, f.Errors)
 		}
@@ -162,6 +168,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		return err
 	}
 	for _, r := range replicas {
+		fmt.Printf("cluster-test: %s peak RSS %s\n", r.name, peakRSS(r.cmd.Process.Pid))
 		if err := r.stop(); err != nil {
 			return fmt.Errorf("stopping %s: %w", r.name, err)
 		}
@@ -174,6 +181,20 @@ func run(ctx context.Context, cfg config) (err error) {
 		return os.WriteFile(cfg.out, append(b, '\n'), 0o644)
 	}
 	return nil
+}
+
+// peakRSS is a process's peak resident set (VmHWM), for sizing.
+func peakRSS(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }
 
 // freezeWithRunsInFlight stops (SIGSTOP) the replica at a moment when it

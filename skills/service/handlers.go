@@ -37,8 +37,8 @@ func (s *Service) ready(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case s.draining.Load():
 		return fail(CodeNotReady, "draining: this replica is shutting down")
-	case len(s.cfg.Registry.Pending()) > 0:
-		return fail(CodeNotReady, "loading %d skills", len(s.cfg.Registry.Pending()))
+	case !s.cfg.Registry.Loaded():
+		return fail(CodeNotReady, "loading skills")
 	}
 	if s.cfg.Store != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
