@@ -1,7 +1,8 @@
 // Command clustertest, behind `make cluster-test`, proves the multi-replica
 // path on loopback: a throwaway PostgreSQL server (internal/pgtest),
 // `wasmpy serve` replicas sharing it, and haproxy in front of them, checking
-// /health/ready. It measures one replica and three under the same load, then
+// /health/ready. It measures one replica (directly, then through the
+// balancer) and three under the same load, then
 // SIGKILLs a replica mid-load and starts it again, and checks the store:
 // every 2xx answer has its finished record, no run was recorded twice, and
 // the killed replica's in-flight runs are marked interrupted.

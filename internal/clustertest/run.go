@@ -88,7 +88,7 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	var all []answer
 	var figs []figures
-	phase := func(name string, n int, d time.Duration, during func(context.Context) error) error {
+	phase := func(name, base string, n int, d time.Duration, during func(context.Context) error) error {
 		pctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		errc := make(chan error, 1)
@@ -119,14 +119,18 @@ func run(ctx context.Context, cfg config) (err error) {
 		return nil
 	}
 
-	// One replica, then three, under the same load.
+	// One replica without the balancer (the yardstick), one behind it, then
+	// three, under the same load.
 	if err := replicas[0].start(ctx); err != nil {
+		return err
+	}
+	if err := phase("direct", "http://"+replicas[0].addr, 1, cfg.duration, nil); err != nil {
 		return err
 	}
 	if err := lb.start(ctx, replicas[:1]); err != nil {
 		return err
 	}
-	if err := phase("1 replica", 1, cfg.duration, nil); err != nil {
+	if err := phase("1 replica", base, 1, cfg.duration, nil); err != nil {
 		return err
 	}
 	for _, r := range replicas[1:] {
@@ -137,7 +141,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := lb.start(ctx, replicas); err != nil {
 		return err
 	}
-	if err := phase("3 replicas", 3, cfg.duration, nil); err != nil {
+	if err := phase("3 replicas", base, 3, cfg.duration, nil); err != nil {
 		return err
 	}
 
@@ -145,7 +149,7 @@ func run(ctx context.Context, cfg config) (err error) {
 	victim := replicas[1]
 	var inFlight []string
 	var killedOwner string
-	err = phase("kill", 3, 2*cfg.duration, func(ctx context.Context) error {
+	err = phase("kill", base, 3, 2*cfg.duration, func(ctx context.Context) error {
 		select {
 		case <-time.After(2 * cfg.duration / 3):
 		case <-ctx.Done():
