@@ -152,7 +152,7 @@ var SQLite = &Dialect{
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v))
 		return err
 	},
-	textTime: true,
+	text: true,
 }
 
 // PostgresLease is how long a replica sharing a PostgreSQL database may go

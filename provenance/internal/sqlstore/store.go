@@ -195,11 +195,11 @@ func (s *Store) Recover(ctx context.Context) (int, error) {
 // and marked interrupted.
 func (s *Store) Interrupted() int { return s.interrupted }
 
-// Owner is this Store's owner id, which its records carry in the database.
-func (s *Store) Owner() string { return s.owner }
-
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// closeTimeout bounds Close's last writes.
+const closeTimeout = 10 * time.Second
 
 // Close marks this Store's records still running as interrupted (their
 // runs will never be completed here), stops the heartbeat and closes the
@@ -209,7 +209,9 @@ func (s *Store) Close() error {
 		s.stop()
 		s.beating.Wait()
 	}
-	ctx := context.Background()
+	// A database that went away must not hold up a shutdown.
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
 	_, err1 := s.db.ExecContext(ctx, s.d.q("UPDATE executions SET outcome = 'interrupted', error = ? WHERE owner = ? AND outcome = 'running'"),
 		interruptedReason, s.owner)
 	_, err2 := s.db.ExecContext(ctx, s.d.q("DELETE FROM owners WHERE id = ?"), s.owner)
