@@ -122,8 +122,8 @@ type RegisteredSkill struct {
 type Token struct {
 	Name      string    `json:"name"`
 	Hash      string    `json:"-"`
-	Role      string    `json:"role"`     // admin, user...: what the service lets it do
-	MaxTier   string    `json:"max_tier"` // the most trusted policy profile its runs may ask for; "" for the default
+	Role      string    `json:"role"`       // admin, user...: what the service lets it do
+	MaxTier   string    `json:"max_tier"`   // the most trusted policy profile its runs may ask for; "" for the default
 	CreatedAt time.Time `json:"created_at"` // zero: the store sets now
 }
 
