@@ -1,12 +1,17 @@
 # make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
 #            build when the machine can build it, the npm one always)
 # make test  runs every test against the real interpreter, then a 30s soak
+#            and the cluster test (about a minute)
 # make packages  fetches the Debian packages of assets/build/packages.lock
 #            (sympy, networkx, dateutil...) that the package-set tests build into a set
 # make test-cpython  runs CPython's regression tests in the sandbox beside a
 #            native run of the same source (make test runs a fast subset)
 # make fuzz  runs every fuzz target (or those matching FUZZ) for FUZZTIME each
 #            (FUZZFLAGS=-parallel=1 to spare cores)
+# make setup  installs the Debian packages the tests run against (postgresql,
+#            haproxy: deploy/setup.sh), as root; make test runs it
+# make cluster-test  PostgreSQL + three replicas behind haproxy on loopback,
+#            under load, one replica killed and restarted, the store checked
 # make soak  drives bin/wasmpy serve with mixed load for DURATION (default 30s)
 # make test-python  tests the Python client (python/) with the machine's python3
 #            against bin/wasmpy: the CLI, a real `wasmpy serve`, a fake LLM
@@ -16,7 +21,7 @@ BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 
-.PHONY: all wasmpy interpreter packages test test-python test-cpython bench fuzz soak clean
+.PHONY: all wasmpy interpreter packages setup cluster-test test test-python test-cpython bench fuzz soak clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -36,13 +41,19 @@ packages:
 	  if [ $$rc -eq 3 ]; then echo "make: cannot fetch the Debian packages here; the tests that need them skip"; \
 	  else exit $$rc; fi; }
 
-test: all packages
+# setup.sh exits 3 when it cannot install (no root, no apt): the tests that
+# need the packages then fail, naming them.
+setup:
+	@deploy/setup.sh || { rc=$$?; [ $$rc -eq 3 ] || exit $$rc; }
+
+test: all packages setup
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "make: gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory soak
+	$(GO) run ./internal/clustertest -wasmpy bin/wasmpy
 
 PYTHON ?= python3
 test-python: all
@@ -76,6 +87,9 @@ fuzz: all
 	grep '^\./' bin/fuzz-times | awk '{printf "%-22s %-24s wall %7.1fs  cpu %7.1fs\n", $$1, $$2, $$3, $$4+$$5; w+=$$3; c+=$$4+$$5} \
 	  END {printf "fuzz: %d targets, wall %.1fs, cpu %.1fs (%.2f cpu-hours)\n", NR, w, c, c/3600}'; \
 	if [ -n "$$failed" ]; then echo "fuzz: failures (inputs saved under testdata/fuzz):$$failed"; exit 1; fi
+
+cluster-test: all setup
+	$(GO) run ./internal/clustertest -wasmpy bin/wasmpy
 
 DURATION ?= 30s
 soak: all

@@ -27,7 +27,8 @@ type Recorder interface {
 	Get(ctx context.Context, id string) (*Record, error)
 }
 
-// Store keeps records and sessions durably. Every implementation is safe for
+// Store keeps records, sessions, registered skills and tokens durably: what
+// replicas share. Every implementation is safe for
 // concurrent use and passes provenance/storetest.
 //
 // Each open Store is an owner: the records it begins are its own. A process
@@ -46,6 +47,20 @@ type Store interface {
 	// returns how many it marked.
 	Recover(ctx context.Context) (int, error)
 
+	Sessions
+	Skills
+	Tokens
+
+	// Ping reports whether the database answers, for readiness checks.
+	Ping(ctx context.Context) error
+	// Close marks this owner's records still running as interrupted (they
+	// will never be finished here) and releases the database.
+	Close() error
+}
+
+// Sessions keep sessions' saved states, so that any replica can take a
+// session's next turn.
+type Sessions interface {
 	// CreateSession inserts s, or fails with ErrExists.
 	CreateSession(ctx context.Context, s *Session) error
 	// GetSession returns a session with its state, or ErrNotFound.
@@ -59,12 +74,57 @@ type Store interface {
 	// ListSessions returns the sessions f selects, without their states,
 	// most recently updated first.
 	ListSessions(ctx context.Context, f SessionFilter) ([]*Session, error)
+}
 
-	// Ping reports whether the database answers, for readiness checks.
-	Ping(ctx context.Context) error
-	// Close marks this owner's records still running as interrupted (they
-	// will never be finished here) and releases the database.
-	Close() error
+// Skills keep the skills registered over the API, so that every replica
+// serves them and they survive a restart.
+type Skills interface {
+	// RegisterSkill stores a skill version, or fails with ErrExists: a name
+	// and version are registered once, never overwritten.
+	RegisterSkill(ctx context.Context, s *RegisteredSkill) error
+	// RegisteredSkills returns every registered version with its files,
+	// disabled ones included, by name, then in the order registered.
+	RegisteredSkills(ctx context.Context) ([]*RegisteredSkill, error)
+	// SetSkillDisabled disables or enables one version, or fails with
+	// ErrNotFound.
+	SetSkillDisabled(ctx context.Context, name, version string, disabled bool) error
+	// DeleteSkill removes one version, or fails with ErrNotFound.
+	DeleteSkill(ctx context.Context, name, version string) error
+}
+
+// Tokens keep the service's bearer tokens, as hashes, with their roles.
+type Tokens interface {
+	// CreateToken stores t, or fails with ErrExists for a name or hash in
+	// use.
+	CreateToken(ctx context.Context, t *Token) error
+	// TokenByHash returns the token whose hash is hash, or ErrNotFound.
+	TokenByHash(ctx context.Context, hash string) (*Token, error)
+	// ListTokens returns every token, by name.
+	ListTokens(ctx context.Context) ([]*Token, error)
+	// DeleteToken removes the token called name, or fails with ErrNotFound.
+	DeleteToken(ctx context.Context, name string) error
+}
+
+// RegisteredSkill is one version of a skill registered over the API: its
+// files as they were given (skill.yaml, schema.json, the handler), opaque
+// to the store.
+type RegisteredSkill struct {
+	Name         string            `json:"name"`
+	Version      string            `json:"version"`
+	Files        map[string][]byte `json:"-"`
+	Disabled     bool              `json:"disabled"`
+	RegisteredBy string            `json:"registered_by"` // the token's name, or the actor
+	RegisteredAt time.Time         `json:"registered_at"` // zero: the store sets now
+}
+
+// Token is a bearer token: the token itself is never stored, only the hex
+// SHA-256 of it (HashBytes), which requests are looked up by.
+type Token struct {
+	Name      string    `json:"name"`
+	Hash      string    `json:"-"`
+	Role      string    `json:"role"`       // admin, user...: what the service lets it do
+	MaxTier   string    `json:"max_tier"`   // the most trusted policy profile its runs may ask for; "" for the default
+	CreatedAt time.Time `json:"created_at"` // zero: the store sets now
 }
 
 // Filter selects records; zero fields select everything.

@@ -110,6 +110,16 @@ func (r *Registry) Loading(name string) bool {
 	return r.pending[name] > 0
 }
 
+// Loaded reports whether loading is over: every skill loaded or refused.
+func (r *Registry) Loaded() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Wait waits until every skill is loaded or refused, or ctx is done. The
 // error is ctx's, or the one that stopped loading early (Start's ctx done).
 func (r *Registry) Wait(ctx context.Context) error {

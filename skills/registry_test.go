@@ -289,8 +289,10 @@ func TestLoadIsBoundedPerSkill(t *testing.T) {
 		"the good skill is served without waiting for the others")
 	require.True(t, reg.Loading("slow"), "the slow one is still being checked")
 	require.Equal(t, []string{"slow"}, reg.Pending())
+	require.False(t, reg.Loaded())
 
 	require.NoError(t, reg.Wait(context.Background()))
+	require.True(t, reg.Loaded())
 	took := time.Since(start)
 	t.Logf("loaded in %v", took)
 	require.Less(t, took, 20*time.Second)

@@ -27,7 +27,8 @@ func serveCommand() *cli.Command {
 			"and from $WASMPY_TOKENS (comma-separated); with none, no token is asked for.\n" +
 			"--timeout, --memory and --fuel are the defaults of skills that set none, and the\n" +
 			"ceilings of POST /exec (off unless --enable-exec). SIGINT or SIGTERM shuts down\n" +
-			"gracefully: runs in progress finish (up to --shutdown-timeout).",
+			"gracefully: /health/ready fails for --drain-delay, then runs in progress finish (up to\n" +
+			"--shutdown-timeout). --db postgres://... shares the store between replicas.",
 		Flags: append(append([]cli.Flag{
 			skillsFlag, dbFlag,
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8002", Usage: "`HOST:PORT` to listen on"},
@@ -37,6 +38,8 @@ func serveCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-queue", Usage: "requests waiting for a run slot before 429 (0: 4 × max-concurrent, -1: none)"},
 			&cli.DurationFlag{Name: "request-timeout", Value: skills.DefaultRequestTimeout, Usage: "bound on a run request, queueing included"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long runs in progress may take to finish on shutdown"},
+			&cli.DurationFlag{Name: "drain-delay", EnvVars: []string{"WASMPY_DRAIN_DELAY"},
+				Usage: "on shutdown, how long to keep answering with /health/ready failing before closing the listener, so a load balancer stops sending traffic first"},
 			&cli.DurationFlag{Name: "skill-check-timeout", Value: skills.DefaultSkillTimeout, Usage: "bound on checking one skill's handler at load; a skill whose check takes longer is skipped"},
 			&cli.BoolFlag{Name: "enable-exec", Usage: "turn on POST /exec, which runs any code it is sent"},
 			&cli.StringFlag{Name: "log-format", Value: "json", Usage: "json or text"},
@@ -69,6 +72,9 @@ func serveAction(c *cli.Context) error {
 	}
 	if c.Duration("request-timeout") <= 0 || c.Duration("shutdown-timeout") <= 0 {
 		return usageErr("--request-timeout and --shutdown-timeout must be positive")
+	}
+	if c.Duration("drain-delay") < 0 {
+		return usageErr("--drain-delay must not be negative")
 	}
 	if n := c.Int("max-concurrent"); n < 0 || n > skills.MaxConcurrentRuns {
 		return usageErr("--max-concurrent %d: want 0 (the number of CPUs) to %d", n, skills.MaxConcurrentRuns)
@@ -126,7 +132,7 @@ func serveAction(c *cli.Context) error {
 	}
 	svc, err := service.New(service.Config{
 		Registry: reg, Executor: ex, Admission: adm, Tokens: tokens, MaxBodyBytes: int64(maxBody),
-		EnableExec: c.Bool("enable-exec"), ExecLimits: lim, Logger: log,
+		EnableExec: c.Bool("enable-exec"), ExecLimits: lim, Logger: log, Store: st, DrainDelay: c.Duration("drain-delay"),
 	})
 	if err != nil {
 		return err

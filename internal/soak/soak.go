@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wasmpy/wasmpy/provenance"
-	"github.com/wasmpy/wasmpy/provenance/stores"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -16,6 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/provenance/stores"
 )
 
 // client is what the workers share: the server's address and token, and

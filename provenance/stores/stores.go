@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/provenance/postgres"
 	"github.com/wasmpy/wasmpy/provenance/sqlite"
 )
 
@@ -45,7 +46,7 @@ func Open(ctx context.Context, addr string) (Store, error) {
 	case "file":
 		return nil, fmt.Errorf("%w: %q: give a SQLite database as a plain path, not a file: URL", ErrUnsupported, addr)
 	case "postgres", "postgresql":
-		return nil, fmt.Errorf("provenance: PostgreSQL is not supported yet")
+		return postgres.Open(ctx, scheme+addr[len(scheme):]) // pgx knows the scheme in lowercase only
 	default:
 		return nil, fmt.Errorf("%w: URL scheme %q: want a SQLite file path (./NAME if it has a colon) or a postgres:// URL", ErrUnsupported, scheme)
 	}

@@ -55,6 +55,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, h) })
 	t.Run("Interrupted", func(t *testing.T) { testInterrupted(t, h) })
 	t.Run("Sessions", func(t *testing.T) { testSessions(t, h) })
+	t.Run("Skills", func(t *testing.T) { testSkills(t, h) })
+	t.Run("Tokens", func(t *testing.T) { testTokens(t, h) })
 }
 
 func open(t *testing.T, h Harness, addr string) provenance.Store {
@@ -381,4 +383,75 @@ func testSessions(t *testing.T, h Harness) {
 	_, err = b.GetSession(ctx, s.ID)
 	require.ErrorIs(t, err, provenance.ErrNotFound)
 	require.ErrorIs(t, b.UpdateSession(ctx, &next, 1), provenance.ErrNotFound)
+}
+
+// Skill versions registered on one replica are seen by another, registered
+// once, disabled, enabled and deleted.
+func testSkills(t *testing.T, h Harness) {
+	ctx := context.Background()
+	addr := h.New(t)
+	a, b := open(t, h, addr), open(t, h, addr)
+	defer a.Close()
+	defer b.Close()
+	files := map[string][]byte{"skill.yaml": []byte("name: echo\nversion: 1.0.0\n"), "schema.json": []byte(`{"input": {}, "output": {}}`),
+		"handler.py": {0xff, 'x', 0}} // any bytes
+	v1 := &provenance.RegisteredSkill{Name: "echo", Version: "1.0.0", Files: files, RegisteredBy: "admin"}
+	require.NoError(t, a.RegisterSkill(ctx, v1))
+	require.False(t, v1.RegisteredAt.IsZero())
+	require.ErrorIs(t, b.RegisterSkill(ctx, &provenance.RegisteredSkill{Name: "echo", Version: "1.0.0", Files: map[string][]byte{}}),
+		provenance.ErrExists, "never overwritten")
+	v2 := &provenance.RegisteredSkill{Name: "echo", Version: "2.0.0", Files: map[string][]byte{"handler.py": []byte("def f(): pass")},
+		RegisteredBy: "admin", RegisteredAt: v1.RegisteredAt.Add(time.Second)}
+	require.NoError(t, b.RegisterSkill(ctx, v2))
+	other := &provenance.RegisteredSkill{Name: "alpha", Version: "0.1.0", Files: map[string][]byte{}, RegisteredBy: "ops"}
+	require.NoError(t, a.RegisterSkill(ctx, other))
+
+	got, err := b.RegisteredSkills(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []*provenance.RegisteredSkill{other, v1, v2}, got)
+
+	require.NoError(t, b.SetSkillDisabled(ctx, "echo", "1.0.0", true))
+	got, err = a.RegisteredSkills(ctx)
+	require.NoError(t, err)
+	require.True(t, got[1].Disabled)
+	require.False(t, got[2].Disabled)
+	require.NoError(t, a.SetSkillDisabled(ctx, "echo", "1.0.0", false))
+	require.ErrorIs(t, a.SetSkillDisabled(ctx, "echo", "9.9.9", true), provenance.ErrNotFound)
+
+	require.NoError(t, a.DeleteSkill(ctx, "echo", "1.0.0"))
+	require.ErrorIs(t, b.DeleteSkill(ctx, "echo", "1.0.0"), provenance.ErrNotFound)
+	got, err = b.RegisteredSkills(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []*provenance.RegisteredSkill{other, v2}, got)
+	require.NoError(t, a.RegisterSkill(ctx, v1), "a deleted version may be registered again")
+}
+
+// Tokens are kept by name and found by hash; a name or hash is used once.
+func testTokens(t *testing.T, h Harness) {
+	ctx := context.Background()
+	addr := h.New(t)
+	a, b := open(t, h, addr), open(t, h, addr)
+	defer a.Close()
+	defer b.Close()
+	admin := &provenance.Token{Name: "ops", Hash: provenance.HashBytes([]byte("s3cret")), Role: "admin", MaxTier: "trusted"}
+	require.NoError(t, a.CreateToken(ctx, admin))
+	require.False(t, admin.CreatedAt.IsZero())
+	user := &provenance.Token{Name: "agent", Hash: provenance.HashBytes([]byte("other")), Role: "user"}
+	require.NoError(t, a.CreateToken(ctx, user))
+	require.ErrorIs(t, b.CreateToken(ctx, &provenance.Token{Name: "ops", Hash: "x", Role: "user"}), provenance.ErrExists)
+	require.ErrorIs(t, b.CreateToken(ctx, &provenance.Token{Name: "new", Hash: admin.Hash, Role: "user"}), provenance.ErrExists)
+
+	got, err := b.TokenByHash(ctx, provenance.HashBytes([]byte("s3cret")))
+	require.NoError(t, err)
+	require.Equal(t, admin, got)
+	_, err = b.TokenByHash(ctx, provenance.HashBytes([]byte("guess")))
+	require.ErrorIs(t, err, provenance.ErrNotFound)
+	all, err := b.ListTokens(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []*provenance.Token{user, admin}, all)
+
+	require.NoError(t, b.DeleteToken(ctx, "ops"))
+	require.ErrorIs(t, a.DeleteToken(ctx, "ops"), provenance.ErrNotFound)
+	_, err = a.TokenByHash(ctx, admin.Hash)
+	require.ErrorIs(t, err, provenance.ErrNotFound)
 }

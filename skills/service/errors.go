@@ -29,6 +29,7 @@ const (
 	CodeInternal             = "internal"
 	CodeCanceled             = skills.CodeCanceled
 	CodeLoading              = "loading"
+	CodeNotReady             = "not_ready" // GET /health/ready: draining, the store unreachable, or skills loading
 )
 
 // statusOf maps every code to its HTTP status.
@@ -55,6 +56,7 @@ var statusOf = map[string]int{
 	skills.CodeTimeout:          http.StatusGatewayTimeout,
 	CodeCanceled:                http.StatusServiceUnavailable,
 	CodeLoading:                 http.StatusServiceUnavailable,
+	CodeNotReady:                http.StatusServiceUnavailable,
 }
 
 // errorBody is every error response: {"error": {...}}, maybe with the run.

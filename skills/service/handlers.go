@@ -29,6 +29,29 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readyTimeout bounds the store's ping in /health/ready.
+const readyTimeout = 2 * time.Second
+
+// ready answers whether a balancer should send this replica traffic.
+func (s *Service) ready(w http.ResponseWriter, r *http.Request) error {
+	switch {
+	case s.draining.Load():
+		return fail(CodeNotReady, "draining: this replica is shutting down")
+	case !s.cfg.Registry.Loaded():
+		return fail(CodeNotReady, "loading skills")
+	}
+	if s.cfg.Store != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := s.cfg.Store.Ping(ctx); err != nil {
+			s.log.Warn("the store does not answer", "err", err.Error())
+			return fail(CodeNotReady, "the store does not answer")
+		}
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+	return nil
+}
+
 func (s *Service) listSkills(w http.ResponseWriter, r *http.Request) error {
 	list := []skills.Info{}
 	for _, sk := range s.cfg.Registry.Skills() {

@@ -97,7 +97,7 @@ func (s *Service) authorized(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" {
+		if r.URL.Path == "/health" || r.URL.Path == "/health/ready" {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -1,6 +1,7 @@
 // Package service is the HTTP API over a skills Registry and Executor:
 //
 //	GET  /health                     liveness, counts, the interpreter
+//	GET  /health/ready               readiness: 200, or 503 not_ready while draining, loading skills, or the store is unreachable
 //	GET  /skills                     the loaded skills
 //	GET  /skills/{name}              one skill
 //	GET  /skills/{name}/schema       its input and output JSON Schemas
@@ -20,7 +21,7 @@
 // too_many_sessions 429,
 // internal 500 (never with a stack trace), invalid_output and run_failed
 // 502, loading 503 (a skill still being checked: the service answers while
-// its Registry loads), timeout 504.
+// its Registry loads), not_ready 503, timeout 504.
 //
 // A POST body must be application/json, and a browser's cross-origin POST
 // is refused (Sec-Fetch-Site, Origin), so a web page cannot drive a service
@@ -36,6 +37,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/wasmpy/wasmpy"
@@ -57,8 +59,17 @@ type Config struct {
 	// Executor runs the skills, records their provenance, and looks it up
 	// for GET /executions/{id}.
 	Executor *skills.Executor
-	// Tokens, when any, are the bearer tokens every endpoint but /health
-	// requires (Authorization: Bearer TOKEN).
+	// Store, when set, is the provenance store; GET /health/ready pings it.
+	Store interface {
+		Ping(ctx context.Context) error
+	}
+	// DrainDelay is how long Serve keeps answering once told to stop, with
+	// /health/ready failing, before it closes its listener: time for a load
+	// balancer's health checks to take the replica out of rotation. 0 means
+	// none.
+	DrainDelay time.Duration
+	// Tokens, when any, are the bearer tokens every endpoint but /health and
+	// /health/ready requires (Authorization: Bearer TOKEN).
 	Tokens []string
 	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -77,13 +88,14 @@ type Config struct {
 
 // Service serves the API; create it with New.
 type Service struct {
-	cfg     Config
-	tokens  [][32]byte
-	adm     *skills.Admission
-	log     *slog.Logger
-	handler http.Handler
-	metrics *metrics
-	started time.Time
+	cfg      Config
+	tokens   [][32]byte
+	adm      *skills.Admission
+	log      *slog.Logger
+	handler  http.Handler
+	metrics  *metrics
+	started  time.Time
+	draining atomic.Bool
 }
 
 // New checks cfg and builds the service.
@@ -115,6 +127,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handle(s.health))
+	mux.HandleFunc("GET /health/ready", s.handle(s.ready))
 	mux.HandleFunc("GET /skills", s.handle(s.listSkills))
 	mux.HandleFunc("GET /skills/{name}", s.handle(s.getSkill))
 	mux.HandleFunc("GET /skills/{name}/schema", s.handle(s.getSchema))
@@ -136,6 +149,7 @@ func New(cfg Config) (*Service, error) {
 func (s *Service) Handler() http.Handler { return s.handler }
 
 // Serve answers on ln until ctx is done, then shuts down gracefully: it
+// fails /health/ready for Config.DrainDelay while still answering, then
 // stops accepting, lets the runs in progress finish (for at most grace; 0
 // means a minute), and returns.
 func (s *Service) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
@@ -156,6 +170,15 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, grace time.Duratio
 	case err := <-done:
 		return err
 	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	if d := s.cfg.DrainDelay; d > 0 {
+		s.log.Info("draining: /health/ready fails while the balancer notices", "delay", d.String())
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(d):
+		}
 	}
 	s.log.Info("shutting down: finishing runs in progress", "in_flight", s.adm.Stats().InFlight, "queued", s.adm.Stats().Queued, "grace", grace.String())
 	sctx, cancel := context.WithTimeout(context.Background(), grace)

@@ -456,3 +456,51 @@ func TestExecStream(t *testing.T) {
 	require.True(t, strings.HasPrefix(last, `{"body":{"error":{"code":"run_failed"`), last)
 	require.Contains(t, last, `"status":502`)
 }
+
+// /health/ready is 200 while the store answers and no skill is loading,
+// needs no token, and is 503 not_ready once the store stops answering.
+func TestReadiness(t *testing.T) {
+	st, err := stores.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"))
+	require.NoError(t, err)
+	s := startServer(t, func(c *service.Config) { c.Store = st; c.Tokens = []string{"secret"} })
+	r := s.do(t, "GET", "/health/ready", "")
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, "ready", r.body["status"])
+
+	require.NoError(t, st.Close())
+	r = s.do(t, "GET", "/health/ready", "")
+	require.Equal(t, 503, r.status, r.raw)
+	require.Equal(t, "not_ready", r.errorCode())
+	require.Contains(t, r.raw, "the store does not answer")
+	require.NotContains(t, r.raw, "p.db", "the store's details go to the log, not the client")
+	require.Equal(t, 200, s.do(t, "GET", "/health", "").status, "liveness does not depend on the store")
+}
+
+// Told to stop, Serve first drains: /health/ready fails while everything
+// else still answers, until the drain delay ends (here: the listener is
+// closed under it, which ends the wait).
+func TestReadinessWhileDraining(t *testing.T) {
+	ex, reg, _ := fixtures(t)
+	svc, err := service.New(service.Config{Registry: reg, Executor: ex, DrainDelay: 10 * time.Minute})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- svc.Serve(ctx, ln, 30*time.Second) }()
+	s := &server{Server: &httptest.Server{URL: "http://" + ln.Addr().String(), Config: &http.Server{}}}
+	require.Equal(t, 200, s.do(t, "GET", "/health/ready", "").status)
+
+	stop()
+	deadline := time.Now().Add(time.Minute)
+	for s.do(t, "GET", "/health/ready", "").status != 503 {
+		require.True(t, time.Now().Before(deadline), "/health/ready never failed")
+		time.Sleep(10 * time.Millisecond)
+	}
+	r := s.do(t, "GET", "/health/ready", "")
+	require.Contains(t, r.raw, "draining")
+	require.Equal(t, 200, s.do(t, "GET", "/health", "").status)
+	require.Equal(t, 200, s.do(t, "GET", "/skills", "").status, "still serving while the balancer notices")
+	ln.Close()
+	require.Error(t, <-served)
+}

@@ -19,14 +19,15 @@ type Dialect struct {
 	// version reads the schema version; setVersion writes it in tx.
 	version    func(ctx context.Context, db querier) (int, error)
 	setVersion func(ctx context.Context, tx *sql.Tx, v int) error
-	// lock, when set, is run first in the migrating transaction so that
-	// processes starting together migrate one at a time.
-	lock string
+	// lock and unlock, when set, take and release a lock on the migrating
+	// connection, so that processes starting together migrate one at a time.
+	lock, unlock string
 	// dollar: placeholders are $1, $2... rather than ?.
 	dollar bool
-	// textTime: times are held as fixed-width UTC text, so text order is
-	// time order; otherwise as the database's own timestamp type.
-	textTime bool
+	// text: times are held as fixed-width UTC text (so text order is time
+	// order) and JSON documents as text; otherwise as the database's own
+	// timestamp and jsonb types.
+	text bool
 	// Lease is how long an owner may go without a heartbeat before it is
 	// judged dead; 0 means owners are judged by their process alone (one
 	// host).
@@ -60,7 +61,7 @@ func (d *Dialect) q(query string) string {
 }
 
 func (d *Dialect) time(t time.Time) any {
-	if d.textTime {
+	if d.text {
 		return t.UTC().Format(timeLayout)
 	}
 	return t.UTC()
@@ -73,10 +74,10 @@ func (d *Dialect) timePtr(t *time.Time) any {
 	return d.time(*t)
 }
 
-// json is a JSON document as the dialect binds it: text for SQLite, bytes
-// (passed through as JSON) for PostgreSQL's jsonb.
+// json is a JSON document as the dialect binds it: text, or bytes, which
+// pgx passes to jsonb as they are.
 func (d *Dialect) json(b []byte) any {
-	if d.textTime {
+	if d.text {
 		return string(b)
 	}
 	return b

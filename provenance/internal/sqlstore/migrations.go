@@ -14,6 +14,7 @@ import (
 //  2. executions.packages: the package sets a run could import from.
 //  3. executions.kind, tier and the session columns; owners.heartbeat_at;
 //     sessions.
+//  4. skills (registered over the API) and tokens.
 var (
 	sqliteMigrations = []string{
 		`CREATE TABLE IF NOT EXISTS owners (
@@ -75,6 +76,23 @@ var (
 		);
 		CREATE INDEX sessions_by_owner ON sessions (owner, updated_at);
 		CREATE INDEX sessions_by_update ON sessions (updated_at);`,
+
+		`CREATE TABLE skills (
+			name          TEXT NOT NULL,
+			version       TEXT NOT NULL,
+			files         BLOB NOT NULL, -- JSON {file name: base64 bytes}
+			disabled      INTEGER NOT NULL,
+			registered_by TEXT NOT NULL,
+			registered_at TEXT NOT NULL,
+			PRIMARY KEY (name, version)
+		);
+		CREATE TABLE tokens (
+			name       TEXT PRIMARY KEY,
+			hash       TEXT NOT NULL UNIQUE,
+			role       TEXT NOT NULL,
+			max_tier   TEXT NOT NULL,
+			created_at TEXT NOT NULL
+		);`,
 	}
 
 	postgresMigrations = []string{
@@ -135,6 +153,23 @@ var (
 		);
 		CREATE INDEX sessions_by_owner ON sessions (owner, updated_at);
 		CREATE INDEX sessions_by_update ON sessions (updated_at);`,
+
+		`CREATE TABLE skills (
+			name          text NOT NULL,
+			version       text NOT NULL,
+			files         bytea NOT NULL,
+			disabled      boolean NOT NULL,
+			registered_by text NOT NULL,
+			registered_at timestamptz NOT NULL,
+			PRIMARY KEY (name, version)
+		);
+		CREATE TABLE tokens (
+			name       text PRIMARY KEY,
+			hash       text NOT NULL UNIQUE,
+			role       text NOT NULL,
+			max_tier   text NOT NULL,
+			created_at timestamptz NOT NULL
+		);`,
 	}
 )
 
@@ -152,8 +187,12 @@ var SQLite = &Dialect{
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v))
 		return err
 	},
-	textTime: true,
+	text: true,
 }
+
+// PostgresLease is how long a replica sharing a PostgreSQL database may go
+// without a heartbeat before the others judge it dead.
+const PostgresLease = 30 * time.Second
 
 // Postgres is the shared dialect: the version is a row of wasmpy_schema,
 // migrations take an advisory lock, and an owner is also dead when its
@@ -178,7 +217,8 @@ var Postgres = &Dialect{
 		}
 		return err
 	},
-	lock:   "SELECT pg_advisory_xact_lock(7305917)", // any constant: wasmpy's migrations
+	lock:   "SELECT pg_advisory_lock(7305917)", // any constant: wasmpy's migrations
+	unlock: "SELECT pg_advisory_unlock(7305917)",
 	dollar: true,
-	Lease:  30 * time.Second,
+	Lease:  PostgresLease,
 }

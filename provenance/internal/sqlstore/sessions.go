@@ -17,9 +17,7 @@ func stamp(s *provenance.Session, t *time.Time) {
 		s.State = []byte{}
 	}
 	s.StateHash, s.Size = provenance.HashBytes(s.State), int64(len(s.State))
-	if t.IsZero() {
-		*t = time.Now().UTC().Truncate(time.Microsecond)
-	}
+	nowIfZero(t)
 }
 
 // CreateSession inserts s, or fails with provenance.ErrExists.

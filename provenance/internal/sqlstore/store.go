@@ -56,10 +56,24 @@ func Open(ctx context.Context, db *sql.DB, d *Dialect) (*Store, error) {
 }
 
 // migrate brings the schema to the newest version this code knows, one
-// version per step, in one transaction.
+// version per step, in one transaction. Where the dialect has a lock, it is
+// held on the migrating connection around that transaction, and the version
+// is read once it is held: the transaction then starts after any other
+// process's migration committed, and sees its tables.
 func (s *Store) migrate(ctx context.Context) error {
 	latest := len(s.d.Migrations)
-	v, err := s.d.version(ctx, s.db)
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if s.d.lock != "" {
+		if _, err := conn.ExecContext(ctx, s.d.lock); err != nil {
+			return err
+		}
+		defer conn.ExecContext(context.Background(), s.d.unlock)
+	}
+	v, err := s.d.version(ctx, conn)
 	if err != nil {
 		return err
 	}
@@ -69,19 +83,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	if v == latest {
 		return nil
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if s.d.lock != "" {
-		if _, err := tx.ExecContext(ctx, s.d.lock); err != nil {
-			return err
-		}
-		if v, err = s.d.version(ctx, tx); err != nil { // another process may have migrated meanwhile
-			return err
-		}
-	}
 	for ; v < latest; v++ {
 		if _, err := tx.ExecContext(ctx, s.d.Migrations[v]); err != nil {
 			return fmt.Errorf("migrating the schema to version %d: %w", v+1, err)
@@ -189,11 +195,11 @@ func (s *Store) Recover(ctx context.Context) (int, error) {
 // and marked interrupted.
 func (s *Store) Interrupted() int { return s.interrupted }
 
-// Owner is this Store's owner id, which its records carry in the database.
-func (s *Store) Owner() string { return s.owner }
-
 // Ping reports whether the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// closeTimeout bounds Close's last writes.
+const closeTimeout = 10 * time.Second
 
 // Close marks this Store's records still running as interrupted (their
 // runs will never be completed here), stops the heartbeat and closes the
@@ -203,7 +209,9 @@ func (s *Store) Close() error {
 		s.stop()
 		s.beating.Wait()
 	}
-	ctx := context.Background()
+	// A database that went away must not hold up a shutdown.
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
 	_, err1 := s.db.ExecContext(ctx, s.d.q("UPDATE executions SET outcome = 'interrupted', error = ? WHERE owner = ? AND outcome = 'running'"),
 		interruptedReason, s.owner)
 	_, err2 := s.db.ExecContext(ctx, s.d.q("DELETE FROM owners WHERE id = ?"), s.owner)
