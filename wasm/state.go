@@ -58,14 +58,8 @@ const (
 	maxExtents  = 4096
 )
 
-// Key is the image the state applies to (see Engine.Key).
-func (s *State) Key() string { return s.key }
-
 // Bytes is what the state holds: the pages that differ from the image.
 func (s *State) Bytes() int { return len(s.pages) * pageSize }
-
-// MemorySize is the linear memory the state needs, in bytes.
-func (s *State) MemorySize() uint64 { return s.size }
 
 // newState makes a state of pages (ascending), coalescing them into extents.
 func newState(key string, size uint64, pages []statePage) *State {
