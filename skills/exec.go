@@ -207,6 +207,9 @@ type ExecRequest struct {
 	ActorType string
 	// Stdout and Stderr, when set, get the output as the code writes it.
 	Stdout, Stderr io.Writer
+	// Workspace is the directory the run reads as its workspace (it writes
+	// to an overlay, returned in the Result); "" means the sandbox's.
+	Workspace string
 }
 
 // Exec runs raw code in a fresh pure-compute instance (the only capability
@@ -244,7 +247,7 @@ func execJob(req ExecRequest, kind string) (*provenance.Record, wasmpy.Job, erro
 	rec := &provenance.Record{Kind: kind, ActorID: req.ActorID, ActorType: req.ActorType,
 		CodeHash: provenance.HashBytes([]byte(req.Code)), InputsHash: inputsHash}
 	job := wasmpy.Job{Code: req.Code, Filename: "<exec>", Args: req.Args, Stdin: strings.NewReader(req.Stdin), Limits: req.Limits,
-		Stdout: req.Stdout, Stderr: req.Stderr}
+		Stdout: req.Stdout, Stderr: req.Stderr, Workspace: req.Workspace}
 	return rec, job, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/mcpserver"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
@@ -34,17 +35,15 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8002", Usage: "`HOST:PORT` to listen on"},
 			&cli.StringFlag{Name: "tokens-file", EnvVars: []string{"WASMPY_TOKENS_FILE"}, Usage: "`FILE` of bearer tokens, one per line (# comments)"},
 			&cli.StringFlag{Name: "max-body", Value: "1MiB", Usage: "largest request body"},
-			&cli.IntFlag{Name: "max-concurrent", Usage: "runs at once (0: the number of CPUs)"},
-			&cli.IntFlag{Name: "max-queue", Usage: "requests waiting for a run slot before 429 (0: 4 × max-concurrent, -1: none)"},
-			&cli.DurationFlag{Name: "request-timeout", Value: skills.DefaultRequestTimeout, Usage: "bound on a run request, queueing included"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long runs in progress may take to finish on shutdown"},
 			&cli.DurationFlag{Name: "drain-delay", EnvVars: []string{"WASMPY_DRAIN_DELAY"},
 				Usage: "on shutdown, how long to keep answering with /health/ready failing before closing the listener, so a load balancer stops sending traffic first"},
 			&cli.DurationFlag{Name: "skill-check-timeout", Value: skills.DefaultSkillTimeout, Usage: "bound on checking one skill's handler at load; a skill whose check takes longer is skipped"},
-			&cli.BoolFlag{Name: "enable-exec", Usage: "turn on POST /exec, which runs any code it is sent"},
+			&cli.BoolFlag{Name: "enable-exec", Usage: "turn on POST /exec (and MCP's run_python and workspace tools), which run any code they are sent"},
+			&cli.BoolFlag{Name: "mcp", Usage: "serve MCP (streamable HTTP) at /mcp, behind the same tokens"},
 			&cli.StringFlag{Name: "log-format", Value: "json", Usage: "json or text"},
 			interpreterFlag, cacheFlag,
-		}, limitFlags()...), llmFlags()...),
+		}, admissionFlags()...), append(limitFlags(), llmFlags()...)...),
 		Action: serveAction,
 	}
 }
@@ -70,17 +69,15 @@ func serveAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if c.Duration("request-timeout") <= 0 || c.Duration("shutdown-timeout") <= 0 {
-		return usageErr("--request-timeout and --shutdown-timeout must be positive")
+	if c.Duration("shutdown-timeout") <= 0 {
+		return usageErr("--shutdown-timeout must be positive")
 	}
 	if c.Duration("drain-delay") < 0 {
 		return usageErr("--drain-delay must not be negative")
 	}
-	if n := c.Int("max-concurrent"); n < 0 || n > skills.MaxConcurrentRuns {
-		return usageErr("--max-concurrent %d: want 0 (the number of CPUs) to %d", n, skills.MaxConcurrentRuns)
-	}
-	if n := c.Int("max-queue"); n < -1 {
-		return usageErr("--max-queue %d: want -1 (no queue), 0 (4 × --max-concurrent) or more", n)
+	adm, err := admission(c)
+	if err != nil {
+		return err
 	}
 	tokens, err := readTokens(c.String("tokens-file"))
 	if err != nil {
@@ -125,24 +122,52 @@ func serveAction(c *cli.Context) error {
 		log.Warn("skills need the wasmpy interpreter build for submit_result; with this one every run fails (make interpreter)",
 			"interpreter", ex.Interpreter().Kind)
 	}
-	adm, err := skills.NewAdmission(skills.AdmissionConfig{
-		MaxConcurrent: c.Int("max-concurrent"), MaxQueue: c.Int("max-queue"), RequestTimeout: c.Duration("request-timeout")})
-	if err != nil {
-		return err
-	}
-	svc, err := service.New(service.Config{
+	scfg := service.Config{
 		Registry: reg, Executor: ex, Admission: adm, Tokens: tokens, MaxBodyBytes: int64(maxBody),
 		EnableExec: c.Bool("enable-exec"), ExecLimits: lim, Logger: log, Store: st, DrainDelay: c.Duration("drain-delay"),
-	})
+	}
+	if c.Bool("mcp") {
+		srv, err := mcpserver.New(ctx, mcpserver.Config{Executor: ex, Registry: reg, Admission: adm, ExecLimits: lim,
+			SkillsOnly: !c.Bool("enable-exec"), Version: wasmpyVersion(), Logger: log})
+		if err != nil {
+			return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		}
+		defer srv.Close()
+		scfg.MCP = srv.Handler()
+	}
+	svc, err := service.New(scfg)
 	if err != nil {
 		return err
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "loading_skills", len(reg.Pending()),
-		"db", st.Where(), "auth", len(tokens) > 0, "exec", c.Bool("enable-exec"), "interpreter", ex.Interpreter().Kind)
+		"db", st.Where(), "auth", len(tokens) > 0, "exec", c.Bool("enable-exec"), "mcp", c.Bool("mcp"), "interpreter", ex.Interpreter().Kind)
 	if err := svc.Serve(ctx, ln, c.Duration("shutdown-timeout")); err != nil {
 		return &exitError{code: exitWasmpy, msg: fmt.Sprintf("serve: %v", err)}
 	}
 	return nil
+}
+
+// admissionFlags bound the runs a server starts, whatever front end asks.
+func admissionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max-concurrent", Usage: "runs at once (0: the number of CPUs)"},
+		&cli.IntFlag{Name: "max-queue", Usage: "requests waiting for a run slot before they are refused as busy (0: 4 × max-concurrent, -1: none)"},
+		&cli.DurationFlag{Name: "request-timeout", Value: skills.DefaultRequestTimeout, Usage: "bound on a run request, queueing included"},
+	}
+}
+
+func admission(c *cli.Context) (*skills.Admission, error) {
+	if c.Duration("request-timeout") <= 0 {
+		return nil, usageErr("--request-timeout must be positive")
+	}
+	if n := c.Int("max-concurrent"); n < 0 || n > skills.MaxConcurrentRuns {
+		return nil, usageErr("--max-concurrent %d: want 0 (the number of CPUs) to %d", n, skills.MaxConcurrentRuns)
+	}
+	if n := c.Int("max-queue"); n < -1 {
+		return nil, usageErr("--max-queue %d: want -1 (no queue), 0 (4 × --max-concurrent) or more", n)
+	}
+	return skills.NewAdmission(skills.AdmissionConfig{
+		MaxConcurrent: c.Int("max-concurrent"), MaxQueue: c.Int("max-queue"), RequestTimeout: c.Duration("request-timeout")})
 }
 
 // readTokens reads bearer tokens from a file (one per line, # comments) and

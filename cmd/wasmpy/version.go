@@ -13,19 +13,8 @@ import (
 // printVersion is `wasmpy --version`: wasmpy's own version and the
 // interpreters it would run, with the SHA-256 each was verified against.
 func printVersion(c *cli.Context) error {
-	version, commit := "(devel)", ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if info.Main.Version != "" {
-			version = info.Main.Version
-		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				commit = " commit " + s.Value
-			}
-		}
-	}
 	w := c.App.Writer
-	fmt.Fprintf(w, "wasmpy %s%s\n", version, commit)
+	fmt.Fprintf(w, "wasmpy %s\n", wasmpyVersion())
 	cache := os.Getenv("WASMPY_CACHE_DIR")
 	if cache == "" {
 		var err error
@@ -42,4 +31,20 @@ func printVersion(c *cli.Context) error {
 		fmt.Fprintf(w, "%s interpreter: CPython %s, sha256 %s\n", kind, interp.Version, interp.SHA256)
 	}
 	return nil
+}
+
+// wasmpyVersion is this build's module version, and its commit when known.
+func wasmpyVersion() string {
+	version, commit := "(devel)", ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Version != "" {
+			version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				commit = " commit " + s.Value
+			}
+		}
+	}
+	return version + commit
 }

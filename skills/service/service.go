@@ -10,6 +10,7 @@
 //	POST /exec                       raw code, only with Config.EnableExec
 //	/sessions...                     Python state across turns, with POST /exec (see sessions.go)
 //	GET  /metrics                    Prometheus text format
+//	     /mcp                        the MCP server, with Config.MCP (streamable HTTP)
 //
 // Every error is JSON, {"error": {"code": ..., "message": ...}}, with a
 // stable code and its status: bad_request 400, unauthorized 401,
@@ -78,6 +79,9 @@ type Config struct {
 	// limits. A client can shorten the timeout (RequestTimeoutHeader). nil
 	// means one with the defaults.
 	Admission *skills.Admission
+	// MCP, when set, is served at /mcp (the MCP streamable HTTP transport),
+	// behind the same tokens.
+	MCP http.Handler
 	// EnableExec turns on POST /exec, which runs any code it is sent.
 	EnableExec bool
 	// ExecLimits bound POST /exec runs; a request may ask for less.
@@ -140,6 +144,9 @@ func New(cfg Config) (*Service, error) {
 	mux.HandleFunc("POST /sessions/{id}/fork", s.handle(s.forkSession))
 	mux.HandleFunc("DELETE /sessions/{id}", s.handle(s.deleteSession))
 	mux.HandleFunc("GET /metrics", s.handle(s.serveMetrics))
+	if cfg.MCP != nil {
+		mux.Handle("/mcp", cfg.MCP)
+	}
 	mux.HandleFunc("/", s.handle(func(w http.ResponseWriter, r *http.Request) error { return s.fallback(mux, w, r) }))
 	s.handler = s.recoverer(s.logged(s.sameOrigin(s.authorized(mux))))
 	return s, nil

@@ -1,0 +1,257 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/skills"
+)
+
+// runArgs are run_python's arguments.
+type runArgs struct {
+	Code   string                 `json:"code"`
+	Stdin  string                 `json:"stdin"`
+	Args   []string               `json:"args"`
+	Files  map[string]string      `json:"files"`
+	Limits skills.RequestedLimits `json:"limits"`
+}
+
+// RunOutput is run_python's structured content, whether the run succeeded
+// or failed.
+type RunOutput struct {
+	OK              bool            `json:"ok"`
+	ExecutionID     string          `json:"execution_id"` // its provenance record
+	Stdout          string          `json:"stdout"`
+	Stderr          string          `json:"stderr"`
+	StdoutTruncated bool            `json:"stdout_truncated"`
+	StderrTruncated bool            `json:"stderr_truncated"`
+	Result          json.RawMessage `json:"result"` // what the code passed to submit_result, or null
+	Error           *wasmpy.Error   `json:"error"`  // why it failed: kind, type, message, traceback; null if it did not
+	Files           []FileInfo      `json:"files"`  // what the run wrote, saved to the workspace
+	// SaveError says which written files the workspace could not keep.
+	SaveError       string  `json:"save_error,omitempty"`
+	DurationMS      float64 `json:"duration_ms"`
+	MemoryPeakBytes uint64  `json:"memory_peak_bytes"`
+	FuelUsed        uint64  `json:"fuel_used"`
+}
+
+var runInputSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "code": {"type": "string", "minLength": 1, "description": "Python source, run as a script (__main__). Print what you want to see, or call submit_result(value) to return one JSON value."},
+    "stdin": {"type": "string", "description": "Text the script reads from sys.stdin."},
+    "args": {"type": "array", "items": {"type": "string"}, "description": "sys.argv[1:]."},
+    "files": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Files to put in the workspace before the run, as {relative path: UTF-8 text}; they stay for later calls."},
+    "limits": {
+      "type": "object",
+      "description": "Tighter limits for this call; each at most the server's.",
+      "properties": {
+        "timeout_ms": {"type": "integer", "minimum": 1},
+        "memory_bytes": {"type": "integer", "minimum": 1},
+        "fuel": {"type": "integer", "minimum": 1}
+      },
+      "additionalProperties": false
+    }
+  },
+  "required": ["code"],
+  "additionalProperties": false
+}`)
+
+var runOutputSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "ok": {"type": "boolean"},
+    "execution_id": {"type": "string"},
+    "stdout": {"type": "string"},
+    "stderr": {"type": "string"},
+    "stdout_truncated": {"type": "boolean"},
+    "stderr_truncated": {"type": "boolean"},
+    "result": {"description": "The value given to submit_result, or null."},
+    "error": {
+      "type": ["object", "null"],
+      "properties": {
+        "kind": {"enum": ["syntax", "exception", "exit", "timeout", "memory", "output", "fuel", "internal", "interrupted"]},
+        "type": {"type": "string"},
+        "message": {"type": "string"},
+        "traceback": {"type": "string"},
+        "line": {"type": "integer"}
+      },
+      "required": ["kind", "message"]
+    },
+    "files": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}, "size": {"type": "integer"}, "sha256": {"type": "string"}}, "required": ["path", "size"]}},
+    "save_error": {"type": "string"},
+    "duration_ms": {"type": "number"},
+    "memory_peak_bytes": {"type": "integer"},
+    "fuel_used": {"type": "integer"}
+  },
+  "required": ["ok", "execution_id", "stdout", "stderr", "result", "error", "files"]
+}`)
+
+func (s *Server) addRunTool() {
+	s.mcp.AddTool(&mcp.Tool{
+		Name:  "run_python",
+		Title: "Run Python in a sandbox",
+		Description: "Run Python code in an isolated sandbox and get back its stdout, stderr, the value it passed to " +
+			"submit_result(value) (any JSON value), and the files it wrote. " + s.about + " " +
+			"Each call starts a fresh interpreter: variables and imports do not carry over from one call to the next, " +
+			"but files do: the working directory is the session's workspace, where `files`, write_file and earlier " +
+			"runs put theirs, and what the code writes there is saved back (read_file fetches it). " +
+			"A failed run (exception, syntax error, timeout, memory, fuel, output limit) is a tool error whose " +
+			"error.kind says which; stdout and stderr stream as progress notifications while it runs.",
+		InputSchema:  runInputSchema,
+		OutputSchema: runOutputSchema,
+		Annotations:  &mcp.ToolAnnotations{Title: "Run Python", OpenWorldHint: new(bool)},
+	}, s.runPython)
+}
+
+func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var a runArgs
+	if err := decodeArgs("run_python", req.Params.Arguments, &a); err != nil {
+		return s.fail(err)
+	}
+	if strings.TrimSpace(a.Code) == "" {
+		return s.fail(invalidParams(`run_python: "code" is empty`))
+	}
+	lim, err := a.Limits.Within(s.cfg.ExecLimits)
+	if err != nil {
+		return s.fail(err)
+	}
+	if lim.Output == 0 { // the output streams, so the sandbox would set no bound of its own
+		lim.Output = wasmpy.DefaultLimits().Output
+	}
+	ws, err := s.files(req.Session)
+	if err != nil {
+		return s.fail(err)
+	}
+	paths := make([]string, 0, len(a.Files))
+	for p := range a.Files {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		if _, err := ws.write(p, []byte(a.Files[p])); err != nil {
+			return s.fail(invalidParams("run_python: files: %v", err))
+		}
+	}
+	ereq := skills.ExecRequest{Code: a.Code, Args: a.Args, Stdin: a.Stdin, Limits: lim, Workspace: ws.dir,
+		ActorID: actor(req.Session), ActorType: "mcp"}
+	if token := req.Params.GetProgressToken(); token != nil {
+		p := &progress{ctx: ctx, ss: req.Session, token: token}
+		ereq.Stdout, ereq.Stderr = p.stream("stdout"), p.stream("stderr")
+	}
+	x, err := s.adm.Run(ctx, 0, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, ereq) })
+	if err != nil {
+		return s.fail(err)
+	}
+	out := runOutput(x)
+	out.Files, out.SaveError = saveFiles(ws, x.Result)
+	if x.Error != nil {
+		return toolError(renderRun(out), out), nil
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: renderRun(out)}}, StructuredContent: out}, nil
+}
+
+func runOutput(x *skills.Execution) *RunOutput {
+	r := x.Result
+	return &RunOutput{OK: r.Error == nil, ExecutionID: x.Record.ExecutionID, Stdout: r.Stdout, Stderr: r.Stderr,
+		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Result: r.Result, Error: r.Error,
+		Files: []FileInfo{}, DurationMS: r.DurationMS, MemoryPeakBytes: r.MemoryPeakBytes, FuelUsed: r.FuelUsed}
+}
+
+// saveFiles copies what a run wrote into the session's workspace, so later
+// runs and read_file see it.
+func saveFiles(ws *files, res *wasmpy.Result) ([]FileInfo, string) {
+	out := []FileInfo{}
+	var failed []string
+	for _, fc := range res.Files {
+		data, ok := res.File(fc.Path)
+		if !ok {
+			continue
+		}
+		if _, err := ws.write(fc.Path, data); err != nil {
+			failed = append(failed, err.Error())
+			continue
+		}
+		out = append(out, FileInfo{Path: fc.Path, Size: fc.Size, SHA256: fc.SHA256})
+	}
+	if len(failed) > 0 {
+		return out, "not saved to the workspace: " + strings.Join(failed, "; ")
+	}
+	return out, ""
+}
+
+// renderRun is the text rendering of a run, for clients that show text.
+func renderRun(o *RunOutput) string {
+	var b strings.Builder
+	if o.Error != nil {
+		fmt.Fprintf(&b, "run failed (error kind: %s)", o.Error.Kind)
+		if o.Error.Type != "" {
+			fmt.Fprintf(&b, ": %s", o.Error.Type)
+		}
+		fmt.Fprintf(&b, ": %s\n", o.Error.Message)
+	}
+	section := func(name, text string, truncated bool) {
+		if text == "" {
+			return
+		}
+		fmt.Fprintf(&b, "%s:\n%s", name, text)
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteByte('\n')
+		}
+		if truncated {
+			fmt.Fprintf(&b, "[%s truncated]\n", name)
+		}
+	}
+	section("stdout", o.Stdout, o.StdoutTruncated)
+	section("stderr", o.Stderr, o.StderrTruncated)
+	if string(o.Result) != "null" && len(o.Result) > 0 {
+		fmt.Fprintf(&b, "result: %s\n", o.Result)
+	}
+	for _, f := range o.Files {
+		fmt.Fprintf(&b, "wrote %s (%d bytes)\n", f.Path, f.Size)
+	}
+	if o.SaveError != "" {
+		fmt.Fprintf(&b, "%s\n", o.SaveError)
+	}
+	if b.Len() == 0 {
+		b.WriteString("(no output)\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// progress streams a run's output to the client as progress notifications:
+// the message is the text written, progress the bytes so far (both streams),
+// and _meta.stream says which stream.
+type progress struct {
+	ctx   context.Context
+	ss    *mcp.ServerSession
+	token any
+	mu    sync.Mutex
+	sent  float64
+}
+
+func (p *progress) stream(name string) *progressStream { return &progressStream{p, name} }
+
+type progressStream struct {
+	p    *progress
+	name string
+}
+
+// Write never fails: a client that stops reading notifications still gets
+// the run's result.
+func (w *progressStream) Write(b []byte) (int, error) {
+	p := w.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent += float64(len(b))
+	p.ss.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.sent,
+		Message: string(b), Meta: mcp.Meta{"stream": w.name}})
+	return len(b), nil
+}

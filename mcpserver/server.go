@@ -1,0 +1,214 @@
+// Package mcpserver serves wasmpy to agents over the Model Context
+// Protocol, with the official Go SDK. It is a front end like the HTTP
+// service: it runs code through the same skills.Executor (provenance) and
+// skills.Admission (slots, queue, request timeout), so both share limits,
+// records and error codes.
+//
+// Tools: run_python (code, limits, input files → stdout, stderr, result,
+// error kind, files written; output streams as progress notifications),
+// write_file, read_file and list_files on a workspace private to the MCP
+// session, and every loaded skill, whose input and output schemas are the
+// tool's.
+//
+//	srv, err := mcpserver.New(ctx, mcpserver.Config{Executor: ex, Registry: reg})
+//	defer srv.Close()
+//	err = srv.Run(ctx, &mcp.StdioTransport{})   // wasmpy mcp
+//	http.Handle("/mcp", srv.Handler())          // wasmpy serve --mcp
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/workspace"
+)
+
+// DefaultSessionTimeout closes an MCP session over HTTP that has been idle
+// this long, and drops its workspace.
+const DefaultSessionTimeout = 30 * time.Minute
+
+// Config configures a Server.
+type Config struct {
+	// Executor runs the code and the skills, and records their provenance.
+	Executor *skills.Executor
+	// Registry is the skills served as tools; it may still be loading
+	// (skills.Start): each skill becomes a tool once the registry is done,
+	// and clients are told the tool list changed. nil serves no skills.
+	Registry *skills.Registry
+	// Admission bounds the runs; share the HTTP service's so both front
+	// ends share its limits. nil means one with the defaults.
+	Admission *skills.Admission
+	// ExecLimits bound run_python; a call may ask for less.
+	ExecLimits wasmpy.Limits
+	// SkillsOnly serves the skills alone: no run_python and no workspace
+	// tools, for a server that runs only vetted code (as the HTTP service
+	// does without EnableExec).
+	SkillsOnly bool
+	// Workspace bounds each session's workspace (MaxFileBytes,
+	// MaxOverlayBytes as the total, MaxFiles); its Stable is ignored.
+	Workspace workspace.Config
+	// SessionTimeout closes idle sessions over HTTP; 0 means
+	// DefaultSessionTimeout.
+	SessionTimeout time.Duration
+	// Version is the server version clients see.
+	Version string
+	// Logger gets the host's own failures; nil logs nothing.
+	Logger *slog.Logger
+}
+
+// Server is the MCP server; create it with New and Close it when done.
+type Server struct {
+	cfg   Config
+	adm   *skills.Admission
+	mcp   *mcp.Server
+	log   *slog.Logger
+	about string // what the sandbox offers, for tool descriptions
+	tmp   string // holds the sessions' workspaces
+
+	mu     sync.Mutex
+	spaces map[*mcp.ServerSession]*files
+	closed bool
+}
+
+// New checks cfg, learns what the sandbox offers (one short run), and
+// registers the tools.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Executor == nil {
+		return nil, errors.New("mcpserver: Config needs an Executor")
+	}
+	if err := cfg.ExecLimits.Validate(); err != nil {
+		return nil, fmt.Errorf("mcpserver: ExecLimits: %w", err)
+	}
+	if cfg.Workspace.MaxFileBytes < 0 || cfg.Workspace.MaxOverlayBytes < 0 || cfg.Workspace.MaxFiles < 0 {
+		return nil, errors.New("mcpserver: Workspace limits must not be negative")
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	adm := cfg.Admission
+	if adm == nil {
+		var err error
+		if adm, err = skills.NewAdmission(skills.AdmissionConfig{}); err != nil {
+			return nil, err
+		}
+	}
+	about, err := describeSandbox(ctx, cfg.Executor, cfg.ExecLimits)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "wasmpy-mcp-")
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	s := &Server{cfg: cfg, adm: adm, log: cfg.Logger, about: about, tmp: tmp, spaces: map[*mcp.ServerSession]*files{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	version := cfg.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "wasmpy", Title: "wasmpy: a Python sandbox", Version: version}, &mcp.ServerOptions{
+		Instructions: instructions(about),
+		Logger:       s.log,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	if !cfg.SkillsOnly {
+		s.addRunTool()
+		s.addFileTools()
+	}
+	if cfg.Registry != nil {
+		s.addSkills(ctx, cfg.Registry)
+	}
+	return s, nil
+}
+
+// Run serves one client over t (&mcp.StdioTransport{} for stdio) until it
+// disconnects or ctx is done.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.mcp.Run(ctx, t) }
+
+// Connect serves one client over t in the background, for callers (and
+// tests) that manage the session themselves.
+func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSession, error) {
+	return s.mcp.Connect(ctx, t, nil)
+}
+
+// Handler serves the streamable HTTP transport (POST, GET and DELETE on
+// one path). Put it behind the caller's own authentication.
+func (s *Server) Handler() http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, Logger: s.log})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet { // a stream the server keeps open: no write deadline
+			http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Close drops every session's workspace.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for ss, f := range s.spaces {
+		f.close()
+		delete(s.spaces, ss)
+	}
+	s.mu.Unlock()
+	return os.RemoveAll(s.tmp)
+}
+
+// files returns the workspace of the session a call came from, made on
+// first use and dropped when the session ends.
+func (s *Server) files(ss *mcp.ServerSession) (*files, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("mcpserver: closed")
+	}
+	if f, ok := s.spaces[ss]; ok {
+		return f, nil
+	}
+	f, err := newFiles(s.tmp, s.cfg.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	s.spaces[ss] = f
+	go func() {
+		ss.Wait()
+		s.mu.Lock()
+		delete(s.spaces, ss)
+		s.mu.Unlock()
+		f.close()
+	}()
+	return f, nil
+}
+
+// actor names the client for provenance: its name as it gave it.
+func actor(ss *mcp.ServerSession) string {
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		name := strings.Map(func(r rune) rune { // provenance takes printable text only
+			if !unicode.IsGraphic(r) {
+				return -1
+			}
+			return r
+		}, p.ClientInfo.Name)
+		if len(name) > skills.MaxActorID {
+			name = name[:skills.MaxActorID]
+		}
+		return strings.ToValidUTF8(name, "")
+	}
+	return ""
+}
