@@ -1,0 +1,402 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/mcpserver"
+	"github.com/wasmpy/wasmpy/skills"
+)
+
+var (
+	once     sync.Once
+	executor *skills.Executor
+	registry *skills.Registry
+	setupErr error
+)
+
+// fixtures are one executor and the test skills (echo, needs_approval...),
+// shared by the tests of this package.
+func fixtures(t testing.TB) (*skills.Executor, *skills.Registry) {
+	t.Helper()
+	once.Do(func() {
+		ctx := context.Background()
+		executor, setupErr = skills.NewExecutor(ctx, skills.ExecutorConfig{Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}})
+		if setupErr != nil {
+			return
+		}
+		registry, setupErr = skills.LoadDir(ctx, "../testdata/skills", skills.LoadOptions{Checker: executor.Checker()})
+	})
+	require.NoError(t, setupErr)
+	if k := executor.Interpreter().Kind; k != assets.Wasmpy {
+		t.Fatalf("MCP runs need the wasmpy interpreter build (make interpreter); the interpreter here is %q", k)
+	}
+	return executor, registry
+}
+
+func newServer(t testing.TB, mutate func(*mcpserver.Config)) *mcpserver.Server {
+	t.Helper()
+	ex, reg := fixtures(t)
+	cfg := mcpserver.Config{Executor: ex, Registry: reg, ExecLimits: wasmpy.Limits{Timeout: 10 * time.Second, Memory: 128 << 20}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	srv, err := mcpserver.New(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// client is a Go SDK client session and the progress messages it received.
+type client struct {
+	*mcp.ClientSession
+	mu       sync.Mutex
+	progress []*mcp.ProgressNotificationParams
+}
+
+func (c *client) progressText() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var b strings.Builder
+	for _, p := range c.progress {
+		b.WriteString(p.Message)
+	}
+	return b.String()
+}
+
+func newClient(t testing.TB) (*client, *mcp.ClientOptions) {
+	c := &client{}
+	return c, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		c.mu.Lock()
+		c.progress = append(c.progress, req.Params)
+		c.mu.Unlock()
+	}}
+}
+
+// connect connects a Go SDK client to srv over the in-memory transport.
+func connect(t testing.TB, srv *mcpserver.Server) *client {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	_, err := srv.Connect(ctx, st)
+	require.NoError(t, err)
+	c, opts := newClient(t)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-test", Version: "1"}, opts).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { cs.Close() })
+	c.ClientSession = cs
+	return c
+}
+
+func call(t testing.TB, c *client, name string, args any, meta mcp.Meta) *mcp.CallToolResult {
+	t.Helper()
+	res, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	require.NoError(t, err)
+	return res
+}
+
+// structured decodes a result's structured content.
+func structured[T any](t testing.TB, res *mcp.CallToolResult) T {
+	t.Helper()
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var v T
+	require.NoError(t, json.Unmarshal(b, &v), string(b))
+	return v
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// protocolError requires err to be a JSON-RPC error with code.
+func protocolError(t testing.TB, err error, code int64, msg string) {
+	t.Helper()
+	require.Error(t, err)
+	var je *jsonrpc.Error
+	require.ErrorAs(t, err, &je)
+	require.Equal(t, code, je.Code, je.Message)
+	require.Contains(t, je.Message, msg)
+}
+
+func TestListTools(t *testing.T) {
+	_, reg := fixtures(t)
+	c := connect(t, newServer(t, nil))
+	res, err := c.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	tools := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		tools[tool.Name] = tool
+	}
+	for _, name := range []string{"run_python", "write_file", "read_file", "list_files"} {
+		require.Contains(t, tools, name)
+		require.NotNil(t, tools[name].OutputSchema, name)
+	}
+	for _, sk := range reg.Skills() {
+		tool := tools[sk.Name]
+		require.NotNil(t, tool, sk.Name)
+		in, err := json.Marshal(tool.InputSchema)
+		require.NoError(t, err)
+		require.JSONEq(t, string(sk.InputSchema), string(in), "%s: the tool's input schema is the skill's", sk.Name)
+		require.Contains(t, tool.Description, sk.Description)
+	}
+	out, err := json.Marshal(tools["echo"].OutputSchema)
+	require.NoError(t, err)
+	echo, _ := reg.Get("echo")
+	require.JSONEq(t, string(echo.OutputSchema), string(out))
+	// The description tells a model what the sandbox has and lacks.
+	desc := tools["run_python"].Description
+	for _, want := range []string{"CPython 3.13", "no network", "json", "submit_result", "Limits per call: 10s"} {
+		require.Contains(t, desc, want)
+	}
+}
+
+func TestRunPython(t *testing.T) {
+	c := connect(t, newServer(t, nil))
+	res := call(t, c, "run_python", map[string]any{
+		"code":  "import sys\nprint('hello', sys.argv[1])\nprint('warn', file=sys.stderr)\nimport os; os.makedirs('out')\nopen('out/report.txt', 'w').write(input())\nsubmit_result({'sum': sum(range(10))})",
+		"args":  []string{"there"},
+		"stdin": "report body\n",
+	}, mcp.Meta{"progressToken": "tok"})
+	require.False(t, res.IsError, text(res))
+	out := structured[mcpserver.RunOutput](t, res)
+	require.True(t, out.OK)
+	require.Equal(t, "hello there\n", out.Stdout)
+	require.Equal(t, "warn\n", out.Stderr)
+	require.JSONEq(t, `{"sum": 45}`, string(out.Result))
+	require.Nil(t, out.Error)
+	require.Len(t, out.Files, 1)
+	require.Equal(t, "out/report.txt", out.Files[0].Path)
+	require.True(t, skills.ValidID(out.ExecutionID))
+	require.Contains(t, text(res), "stdout:\nhello there\n")
+	require.Contains(t, text(res), `result: {"sum":45}`)
+
+	// The output streamed as progress notifications, in order.
+	require.Eventually(t, func() bool { return c.progressText() == "hello there\nwarn\n" }, 20*time.Second, 5*time.Millisecond)
+	c.mu.Lock()
+	last := 0.0
+	for _, p := range c.progress {
+		require.Equal(t, "tok", p.ProgressToken)
+		require.Greater(t, p.Progress, last, "progress increases")
+		last = p.Progress
+	}
+	require.Equal(t, "stderr", c.progress[len(c.progress)-1].Meta["stream"])
+	c.mu.Unlock()
+
+	// What the run wrote is in the workspace.
+	res = call(t, c, "read_file", map[string]any{"path": "out/report.txt"}, nil)
+	require.False(t, res.IsError, text(res))
+	require.Equal(t, "report body", structured[mcpserver.ReadOutput](t, res).Content)
+}
+
+func TestRunPythonFailures(t *testing.T) {
+	c := connect(t, newServer(t, nil))
+	for _, tc := range []struct {
+		code   string
+		limits map[string]any
+		kind   wasmpy.Kind
+		text   string
+	}{
+		{code: "print('before')\n1/0", kind: wasmpy.KindException, text: "run failed (error kind: exception): ZeroDivisionError: division by zero"},
+		{code: "def f(:\n", kind: wasmpy.KindSyntax, text: "error kind: syntax"},
+		{code: "while True: pass", limits: map[string]any{"timeout_ms": 300}, kind: wasmpy.KindTimeout, text: "error kind: timeout"},
+		{code: "x = bytearray(200 << 20)", kind: wasmpy.KindMemory, text: "error kind: memory"},
+		{code: "while True: pass", limits: map[string]any{"fuel": 100000}, kind: wasmpy.KindFuel, text: "error kind: fuel"},
+		{code: "import sys; sys.exit(3)", kind: wasmpy.KindExit, text: "error kind: exit"},
+	} {
+		args := map[string]any{"code": tc.code}
+		if tc.limits != nil {
+			args["limits"] = tc.limits
+		}
+		res := call(t, c, "run_python", args, nil)
+		require.True(t, res.IsError, tc.code)
+		out := structured[mcpserver.RunOutput](t, res)
+		require.False(t, out.OK)
+		require.NotNil(t, out.Error, tc.code)
+		require.Equal(t, tc.kind, out.Error.Kind, tc.code)
+		require.Contains(t, text(res), tc.text)
+	}
+}
+
+func TestWorkspaceTools(t *testing.T) {
+	srv := newServer(t, nil)
+	c := connect(t, srv)
+	res := call(t, c, "write_file", map[string]any{"path": "data/nums.csv", "content": "1\n2\n3\n"}, nil)
+	require.False(t, res.IsError, text(res))
+	require.Equal(t, "data/nums.csv", structured[mcpserver.FileInfo](t, res).Path)
+	call(t, c, "write_file", map[string]any{"path": "blob.bin", "content": "AP8A", "encoding": "base64"}, nil)
+
+	// A run reads them, from files given inline too, and its writes persist.
+	res = call(t, c, "run_python", map[string]any{
+		"code":  "import csv\nnums = [int(r[0]) for r in csv.reader(open('data/nums.csv'))]\nextra = open('extra.txt').read()\nopen('total.txt', 'w').write(f'{sum(nums)} {extra} {open(\"blob.bin\", \"rb\").read()!r}')",
+		"files": map[string]string{"extra.txt": "x"},
+	}, nil)
+	require.False(t, res.IsError, text(res))
+	res = call(t, c, "run_python", map[string]any{"code": "print(open('total.txt').read())"}, nil)
+	require.Equal(t, "6 x b'\\x00\\xff\\x00'\n", structured[mcpserver.RunOutput](t, res).Stdout)
+
+	res = call(t, c, "read_file", map[string]any{"path": "blob.bin"}, nil)
+	require.Equal(t, mcpserver.ReadOutput{Path: "blob.bin", Size: 3, Encoding: "base64", Content: "AP8A"}, structured[mcpserver.ReadOutput](t, res))
+	res = call(t, c, "list_files", map[string]any{}, nil)
+	var paths []string
+	for _, f := range structured[struct{ Files []mcpserver.FileInfo }](t, res).Files {
+		paths = append(paths, f.Path)
+	}
+	require.Equal(t, []string{"blob.bin", "data/nums.csv", "extra.txt", "total.txt"}, paths)
+	res = call(t, c, "list_files", map[string]any{"dir": "data"}, nil)
+	require.Len(t, structured[struct{ Files []mcpserver.FileInfo }](t, res).Files, 1)
+
+	// Bad paths and missing files are tool errors that say why.
+	for path, msg := range map[string]string{"../etc/passwd": "not a file inside the workspace", "/etc/passwd": "not a file inside the workspace",
+		"missing.txt": "no such file", "data": "is a directory"} {
+		res = call(t, c, "read_file", map[string]any{"path": path}, nil)
+		require.True(t, res.IsError, path)
+		require.Contains(t, text(res), msg, path)
+	}
+
+	// Another session sees none of it.
+	other := connect(t, srv)
+	res = call(t, other, "list_files", nil, nil)
+	require.Empty(t, structured[struct{ Files []mcpserver.FileInfo }](t, res).Files)
+	res = call(t, other, "run_python", map[string]any{"code": "import os; print(sorted(os.listdir('.')))"}, nil)
+	require.Equal(t, "[]\n", structured[mcpserver.RunOutput](t, res).Stdout)
+}
+
+func TestWorkspaceLimits(t *testing.T) {
+	c := connect(t, newServer(t, func(cfg *mcpserver.Config) {
+		cfg.Workspace.MaxFileBytes, cfg.Workspace.MaxOverlayBytes, cfg.Workspace.MaxFiles = 10, 15, 2
+	}))
+	res := call(t, c, "write_file", map[string]any{"path": "a", "content": strings.Repeat("x", 11)}, nil)
+	require.True(t, res.IsError)
+	require.Contains(t, text(res), "more than the 10 a file may hold")
+	require.False(t, call(t, c, "write_file", map[string]any{"path": "a", "content": "0123456789"}, nil).IsError)
+	res = call(t, c, "write_file", map[string]any{"path": "b", "content": "0123456"}, nil)
+	require.Contains(t, text(res), "more than its 15")
+	require.False(t, call(t, c, "write_file", map[string]any{"path": "b", "content": "01"}, nil).IsError)
+	res = call(t, c, "write_file", map[string]any{"path": "c", "content": "0"}, nil)
+	require.Contains(t, text(res), "already holds 2 files")
+	// A run's writes past the bounds are reported, not lost silently.
+	res = call(t, c, "run_python", map[string]any{"code": "open('big', 'w').write('y' * 50)"}, nil)
+	out := structured[mcpserver.RunOutput](t, res)
+	require.Empty(t, out.Files)
+	require.Contains(t, out.SaveError, "big")
+}
+
+func TestSkillTools(t *testing.T) {
+	c := connect(t, newServer(t, nil))
+	res := call(t, c, "echo", map[string]any{"message": "hi", "count": 2}, nil)
+	require.False(t, res.IsError, text(res))
+	require.JSONEq(t, `{"echo": {"message": "hi", "count": 2}, "keys": 2}`, string(must(json.Marshal(res.StructuredContent))))
+	require.JSONEq(t, `{"echo": {"message": "hi", "count": 2}, "keys": 2}`, text(res))
+	require.True(t, skills.ValidID(res.Meta["execution_id"].(string)))
+
+	// Arguments the skill's schema refuses are a protocol error with the violations.
+	_, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": 5}})
+	protocolError(t, err, jsonrpc.CodeInvalidParams, "at /message")
+
+	// A skill that needs approval gets it from the client's _meta only.
+	res = call(t, c, "needs_approval", map[string]any{"target": "x"}, nil)
+	require.True(t, res.IsError)
+	require.Contains(t, text(res), "approval_required")
+	require.Contains(t, text(res), mcpserver.ApprovedMeta)
+	res = call(t, c, "needs_approval", map[string]any{"target": "x"}, mcp.Meta{mcpserver.ApprovedMeta: true})
+	require.False(t, res.IsError, text(res))
+
+	// A handler that fails is a tool error naming the code and kind.
+	res = call(t, c, "bad_output", map[string]any{}, nil)
+	require.True(t, res.IsError)
+	require.Contains(t, text(res), "skill bad_output failed (invalid_output")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// TestProtocolErrors: unknown tools and arguments of the wrong shape are
+// protocol errors, and the session goes on.
+func TestProtocolErrors(t *testing.T) {
+	c := connect(t, newServer(t, nil))
+	ctx := context.Background()
+	_, err := c.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"})
+	protocolError(t, err, jsonrpc.CodeInvalidParams, `unknown tool "no_such_tool"`)
+	for _, tc := range []struct {
+		tool string
+		args any
+		msg  string
+	}{
+		{"run_python", map[string]any{"code": 42}, `argument "code": want a string, got number`},
+		{"run_python", map[string]any{}, `"code" is empty`},
+		{"run_python", map[string]any{"code": "1", "limits": map[string]any{"timeout_ms": "soon"}}, `"limits.timeout_ms": want an integer in range, got string`},
+		{"run_python", map[string]any{"code": "1", "limits": map[string]any{"timeout_ms": 999999999}}, "limits.timeout_ms: want 1 to 10000"},
+		{"run_python", map[string]any{"code": "1", "bogus": true}, `unknown field "bogus"`},
+		{"run_python", map[string]any{"code": "1", "files": map[string]any{"../x": "y"}}, "not a file inside the workspace"},
+		{"run_python", []int{1, 2}, "want an object, got array"},
+		{"write_file", map[string]any{"path": "a", "content": "!!", "encoding": "base64"}, "not base64"},
+		{"write_file", map[string]any{"path": "a", "content": "x", "encoding": "latin-1"}, `want "utf-8" or "base64"`},
+		{"read_file", map[string]any{"path": []string{"a"}}, `argument "path": want a string, got array`},
+	} {
+		_, err := c.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		protocolError(t, err, jsonrpc.CodeInvalidParams, tc.msg)
+	}
+	res := call(t, c, "run_python", map[string]any{"code": "print('still here')"}, nil)
+	require.Equal(t, "still here\n", structured[mcpserver.RunOutput](t, res).Stdout)
+}
+
+// TestSharedAdmission: MCP runs take the slots HTTP runs take; when they
+// are all busy, the call is a tool error that says so.
+func TestSharedAdmission(t *testing.T) {
+	adm, err := skills.NewAdmission(skills.AdmissionConfig{MaxConcurrent: 1, MaxQueue: -1})
+	require.NoError(t, err)
+	c := connect(t, newServer(t, func(cfg *mcpserver.Config) { cfg.Admission = adm }))
+	hold, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		adm.Run(context.Background(), 0, func(context.Context) (*skills.Execution, error) {
+			close(hold)
+			<-release
+			return nil, context.Canceled
+		})
+	}()
+	<-hold
+	res := call(t, c, "run_python", map[string]any{"code": "print(1)"}, nil)
+	require.True(t, res.IsError)
+	require.Contains(t, text(res), "busy: 1 runs in progress")
+	close(release)
+	<-done
+	res = call(t, c, "run_python", map[string]any{"code": "print(1)"}, nil)
+	require.False(t, res.IsError, text(res))
+	st := adm.Stats()
+	require.Equal(t, int64(1), st.Rejected)
+	require.Equal(t, []skills.ExecutionCount{{Skill: "", Outcome: "ok", Count: 1}}, st.Executions)
+}
+
+func TestSkillsOnly(t *testing.T) {
+	c := connect(t, newServer(t, func(cfg *mcpserver.Config) { cfg.SkillsOnly = true }))
+	res, err := c.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tool := range res.Tools {
+		require.NotContains(t, []string{"run_python", "write_file", "read_file", "list_files"}, tool.Name)
+	}
+	_, err = c.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "1"}})
+	protocolError(t, err, jsonrpc.CodeInvalidParams, "unknown tool")
+}
