@@ -15,13 +15,15 @@
 # make soak  drives bin/wasmpy serve with mixed load for DURATION (default 30s)
 # make test-python  tests the Python client (python/) with the machine's python3
 #            against bin/wasmpy: the CLI, a real `wasmpy serve`, a fake LLM
+# make test-mcp-ts  drives bin/wasmpy mcp with the official TypeScript MCP SDK
+#            (installed by npm ci from its committed lock file)
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 
-.PHONY: all wasmpy interpreter packages setup cluster-test test test-python test-cpython bench fuzz soak clean
+.PHONY: all wasmpy interpreter packages setup cluster-test test test-python test-cpython test-mcp-ts bench fuzz soak clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -52,12 +54,23 @@ test: all packages setup
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 	$(MAKE) --no-print-directory test-python
+	$(MAKE) --no-print-directory test-mcp-ts
 	$(MAKE) --no-print-directory soak
 	$(GO) run ./internal/clustertest -wasmpy bin/wasmpy
 
 PYTHON ?= python3
 test-python: all
 	cd python && WASMPY_BIN=$(abspath bin/wasmpy) $(PYTHON) -m unittest discover -s tests -v
+
+# The TypeScript SDK, pinned by its package-lock.json, goes into a
+# gitignored node_modules under testdata (which the go tool skips).
+TSCLIENT = mcpserver/testdata/tsclient
+$(TSCLIENT)/node_modules/.package-lock.json: $(TSCLIENT)/package.json $(TSCLIENT)/package-lock.json
+	@command -v npm >/dev/null || { echo "make: test-mcp-ts needs Node.js 18+ and npm"; exit 1; }
+	npm ci --prefix $(TSCLIENT) --no-audit --no-fund
+
+test-mcp-ts: wasmpy $(TSCLIENT)/node_modules/.package-lock.json
+	node $(TSCLIENT)/client.mjs bin/wasmpy
 
 test-cpython: all
 	WASMPY_CPYTHON=all $(GO) test -count=1 -v -timeout 6h -run '^TestCPython$$' ./internal/cpythontest

@@ -1,12 +1,14 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -142,11 +144,15 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	ereq := skills.ExecRequest{Code: a.Code, Args: a.Args, Stdin: a.Stdin, Limits: lim, Workspace: ws.dir,
 		ActorID: actor(req.Session), ActorType: "mcp"}
+	var p *progress
 	if token := req.Params.GetProgressToken(); token != nil {
-		p := &progress{ctx: ctx, ss: req.Session, token: token}
+		p = newProgress(ctx, req.Session, token)
 		ereq.Stdout, ereq.Stderr = p.stream("stdout"), p.stream("stderr")
 	}
 	x, err := s.adm.Run(ctx, 0, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, ereq) })
+	if p != nil {
+		p.flush() // before the result: a client drops progress that comes after
+	}
 	if err != nil {
 		return s.fail(err)
 	}
@@ -226,8 +232,9 @@ func renderRun(o *RunOutput) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// progress streams a run's output to the client as progress notifications:
-// the message is the text written, progress the bytes so far (both streams),
+// progress streams a run's output to the client as progress notifications,
+// a line at a time (or maxChunk bytes, or what is left when the run ends):
+// the message is the text, progress the bytes sent so far (both streams),
 // and _meta.stream says which stream.
 type progress struct {
 	ctx   context.Context
@@ -235,9 +242,38 @@ type progress struct {
 	token any
 	mu    sync.Mutex
 	sent  float64
+	bufs  map[string][]byte
+}
+
+// maxChunk bounds the text one notification carries.
+const maxChunk = 4096
+
+func newProgress(ctx context.Context, ss *mcp.ServerSession, token any) *progress {
+	return &progress{ctx: ctx, ss: ss, token: token, bufs: map[string][]byte{}}
 }
 
 func (p *progress) stream(name string) *progressStream { return &progressStream{p, name} }
+
+// flush sends what the streams hold, once the run is over.
+func (p *progress) flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, name := range []string{"stdout", "stderr"} {
+		p.send(name, len(p.bufs[name]))
+	}
+}
+
+// send notifies the first n bytes held for stream name.
+func (p *progress) send(name string, n int) {
+	if n == 0 {
+		return
+	}
+	buf := p.bufs[name]
+	p.sent += float64(n)
+	p.ss.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.sent,
+		Message: string(buf[:n]), Meta: mcp.Meta{"stream": name}})
+	p.bufs[name] = append(buf[:0], buf[n:]...)
+}
 
 type progressStream struct {
 	p    *progress
@@ -250,8 +286,19 @@ func (w *progressStream) Write(b []byte) (int, error) {
 	p := w.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sent += float64(len(b))
-	p.ss.NotifyProgress(p.ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.sent,
-		Message: string(b), Meta: mcp.Meta{"stream": w.name}})
-	return len(b), nil
+	p.bufs[w.name] = append(p.bufs[w.name], b...)
+	for {
+		buf := p.bufs[w.name]
+		n := bytes.LastIndexByte(buf, '\n') + 1
+		if len(buf) > maxChunk {
+			n = maxChunk
+			for n > 1 && !utf8.RuneStart(buf[n]) { // keep a character whole
+				n--
+			}
+		}
+		if n == 0 {
+			return len(b), nil
+		}
+		p.send(w.name, n)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -204,6 +205,26 @@ func TestRunPython(t *testing.T) {
 	res = call(t, c, "read_file", map[string]any{"path": "out/report.txt"}, nil)
 	require.False(t, res.IsError, text(res))
 	require.Equal(t, "report body", structured[mcpserver.ReadOutput](t, res).Content)
+}
+
+// TestProgressChunks: output streams a line at a time, long lines in
+// bounded chunks that keep characters whole, and a last partial line at
+// the end of the run, all before the result.
+func TestProgressChunks(t *testing.T) {
+	c := connect(t, newServer(t, nil))
+	res := call(t, c, "run_python", map[string]any{"code": "import sys\nprint('a')\nsys.stdout.write('é' * 5000)\nsys.stdout.flush()\nprint()\nsys.stdout.write('tail')"},
+		mcp.Meta{"progressToken": "p"})
+	out := structured[mcpserver.RunOutput](t, res)
+	require.Eventually(t, func() bool { return c.progressText() == out.Stdout }, 20*time.Second, 5*time.Millisecond)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.Equal(t, "a\n", c.progress[0].Message)
+	require.Equal(t, "tail", c.progress[len(c.progress)-1].Message)
+	for _, p := range c.progress {
+		require.LessOrEqual(t, len(p.Message), 4096)
+		require.True(t, utf8.ValidString(p.Message))
+	}
+	require.Greater(t, len(c.progress), 4, "the long line came in chunks")
 }
 
 func TestRunPythonFailures(t *testing.T) {
