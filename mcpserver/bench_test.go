@@ -64,10 +64,11 @@ func BenchmarkToolsCall(b *testing.B) {
 	// The yardstick: the same run through the execution core, no MCP.
 	b.Run("core/run_python", func(b *testing.B) {
 		ex, _ := fixtures(b)
+		dir := b.TempDir()
 		lat := make([]time.Duration, 0, b.N)
 		do := func() time.Duration {
 			start := time.Now()
-			x, err := ex.Exec(ctx, skills.ExecRequest{Code: "print(1)", Workspace: b.TempDir()})
+			x, err := ex.Exec(ctx, skills.ExecRequest{Code: "print(1)", Workspace: dir})
 			if err != nil || x.Error != nil {
 				b.Fatalf("%v %v", err, x)
 			}
