@@ -17,6 +17,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/mcpserver"
+	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -185,7 +186,7 @@ func TestRunPython(t *testing.T) {
 	require.Nil(t, out.Error)
 	require.Len(t, out.Files, 1)
 	require.Equal(t, "out/report.txt", out.Files[0].Path)
-	require.True(t, skills.ValidID(out.ExecutionID))
+	require.True(t, provenance.ValidID(out.ExecutionID))
 	require.Contains(t, text(res), "stdout:\nhello there\n")
 	require.Contains(t, text(res), `result: {"sum":45}`)
 
@@ -326,7 +327,7 @@ func TestSkillTools(t *testing.T) {
 	require.False(t, res.IsError, text(res))
 	require.JSONEq(t, `{"echo": {"message": "hi", "count": 2}, "keys": 2}`, string(must(json.Marshal(res.StructuredContent))))
 	require.JSONEq(t, `{"echo": {"message": "hi", "count": 2}, "keys": 2}`, text(res))
-	require.True(t, skills.ValidID(res.Meta["execution_id"].(string)))
+	require.True(t, provenance.ValidID(res.Meta["execution_id"].(string)))
 
 	// Arguments the skill's schema refuses are a protocol error with the violations.
 	_, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": 5}})
