@@ -74,7 +74,10 @@ func describeSandbox(ctx context.Context, ex *skills.Executor, ceil wasmpy.Limit
 }
 
 // instructions are the server's initialize instructions.
-func instructions(about string) string {
+func instructions(about string, skillsOnly bool) string {
+	if skillsOnly {
+		return "wasmpy serves vetted Python skills, each a tool with its own schemas, run in a sandbox. " + about
+	}
 	return "wasmpy runs untrusted Python safely. Use run_python to compute, parse, transform or check data; " +
 		"use write_file to hand it inputs and read_file to fetch what it wrote. " + about
 }

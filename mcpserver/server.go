@@ -121,7 +121,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		version = "dev"
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "wasmpy", Title: "wasmpy: a Python sandbox", Version: version}, &mcp.ServerOptions{
-		Instructions: instructions(about),
+		Instructions: instructions(about, cfg.SkillsOnly),
 		Logger:       s.log,
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
