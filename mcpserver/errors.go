@@ -75,7 +75,8 @@ func jsonType(kind string) string {
 // answers: arguments the core refuses (bad_request, invalid_input) are a
 // protocol error (invalid params, with the error as data); a request turned
 // away (busy, timeout, canceled, approval_required) is a tool error naming
-// its code, so the model can see it and retry or ask; anything else is the
+// its code, so the model can see it and retry or ask, as is a session
+// that does not exist (or is another client's); anything else is the
 // host's own failure, logged, and an internal error without its cause.
 func (s *Server) fail(err error) (*mcp.CallToolResult, error) {
 	var je *jsonrpc.Error
@@ -86,6 +87,10 @@ func (s *Server) fail(err error) (*mcp.CallToolResult, error) {
 	case errors.As(err, &se) && (se.Code == skills.CodeBadRequest || se.Code == skills.CodeInvalidInput):
 		data, _ := json.Marshal(se)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: se.Message, Data: data}
+	case errors.Is(err, skills.ErrNoSession):
+		return toolError("unknown_session: no such session in this MCP session (session_create starts one)", nil), nil
+	case errors.Is(err, skills.ErrSessionConflict):
+		return toolError("session_conflict: "+err.Error(), nil), nil
 	case errors.As(err, &se) && se.Code == skills.CodeApprovalRequired:
 		return toolError(fmt.Sprintf("%s: %s: the user must approve this call (the client sets _meta[%q] = true)", se.Code, se.Message, ApprovedMeta), nil), nil
 	case errors.As(err, &se):

@@ -18,11 +18,12 @@ import (
 
 // runArgs are run_python's arguments.
 type runArgs struct {
-	Code   string                 `json:"code"`
-	Stdin  string                 `json:"stdin"`
-	Args   []string               `json:"args"`
-	Files  map[string]string      `json:"files"`
-	Limits skills.RequestedLimits `json:"limits"`
+	Code      string                 `json:"code"`
+	SessionID string                 `json:"session_id"`
+	Stdin     string                 `json:"stdin"`
+	Args      []string               `json:"args"`
+	Files     map[string]string      `json:"files"`
+	Limits    skills.RequestedLimits `json:"limits"`
 }
 
 // RunOutput is run_python's structured content, whether the run succeeded
@@ -38,16 +39,19 @@ type RunOutput struct {
 	Error           *wasmpy.Error   `json:"error"`  // why it failed: kind, type, message, traceback; null if it did not
 	Files           []FileInfo      `json:"files"`  // what the run wrote, saved to the workspace
 	// SaveError says which written files the workspace could not keep.
-	SaveError       string  `json:"save_error,omitempty"`
-	DurationMS      float64 `json:"duration_ms"`
-	MemoryPeakBytes uint64  `json:"memory_peak_bytes"`
-	FuelUsed        uint64  `json:"fuel_used"`
+	SaveError string `json:"save_error,omitempty"`
+	// Session is the turn, for a run in a session.
+	Session         *wasmpy.SessionTurn `json:"session,omitempty"`
+	DurationMS      float64             `json:"duration_ms"`
+	MemoryPeakBytes uint64              `json:"memory_peak_bytes"`
+	FuelUsed        uint64              `json:"fuel_used"`
 }
 
 var runInputSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
     "code": {"type": "string", "minLength": 1, "description": "Python source, run as a script (__main__). Print what you want to see, or call submit_result(value) to return one JSON value."},
+    "session_id": {"type": "string", "description": "Run as the next turn of this session (session_create), starting from the Python state its earlier turns left."},
     "stdin": {"type": "string", "description": "Text the script reads from sys.stdin."},
     "args": {"type": "array", "items": {"type": "string"}, "description": "sys.argv[1:]."},
     "files": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Files to put in the workspace before the run, as {relative path: UTF-8 text}; they stay for later calls."},
@@ -89,6 +93,7 @@ var runOutputSchema = json.RawMessage(`{
     },
     "files": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}, "size": {"type": "integer"}, "sha256": {"type": "string"}}, "required": ["path", "size"]}},
     "save_error": {"type": "string"},
+    "session": {"type": "object", "description": "The session turn: id, turn, kept (false when a failed turn left the session as it was), state hashes and size."},
     "duration_ms": {"type": "number"},
     "memory_peak_bytes": {"type": "integer"},
     "fuel_used": {"type": "integer"}
@@ -102,9 +107,10 @@ func (s *Server) addRunTool() {
 		Title: "Run Python in a sandbox",
 		Description: "Run Python code in an isolated sandbox and get back its stdout, stderr, the value it passed to " +
 			"submit_result(value) (any JSON value), and the files it wrote. " + s.about + " " +
-			"Each call starts a fresh interpreter: variables and imports do not carry over from one call to the next, " +
-			"but files do: the working directory is the session's workspace, where `files`, write_file and earlier " +
-			"runs put theirs, and what the code writes there is saved back (read_file fetches it). " +
+			"Without session_id each call starts from a clean interpreter: variables and imports do not carry over, " +
+			"but files do: the working directory is this MCP session's workspace, where `files`, write_file and earlier " +
+			"runs put theirs, and what the code writes there is saved back (read_file fetches it). With a session_id " +
+			"(session_create), the call continues that session's Python state. " +
 			"A failed run (exception, syntax error, timeout, memory, fuel, output limit) is a tool error whose " +
 			"error.kind says which; stdout and stderr stream as progress notifications while it runs.",
 		InputSchema:  runInputSchema,
@@ -142,14 +148,24 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			return s.fail(invalidParams("run_python: files: %v", err))
 		}
 	}
+	c, err := s.conn(req.Session)
+	if err != nil {
+		return s.fail(err)
+	}
 	ereq := skills.ExecRequest{Code: a.Code, Args: a.Args, Stdin: a.Stdin, Limits: lim, Workspace: ws.dir,
 		ActorID: actor(req.Session), ActorType: "mcp"}
+	run := func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, ereq) }
+	if a.SessionID != "" {
+		run = func(ctx context.Context) (*skills.Execution, error) {
+			return s.cfg.Executor.SessionExec(ctx, a.SessionID, c.owner, ereq)
+		}
+	}
 	var p *progress
 	if token := req.Params.GetProgressToken(); token != nil {
 		p = newProgress(ctx, req.Session, token)
 		ereq.Stdout, ereq.Stderr = p.stream("stdout"), p.stream("stderr")
 	}
-	x, err := s.adm.Run(ctx, 0, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, ereq) })
+	x, err := s.adm.Run(ctx, 0, run)
 	if p != nil {
 		p.flush() // before the result: a client drops progress that comes after
 	}
@@ -168,7 +184,7 @@ func runOutput(x *skills.Execution) *RunOutput {
 	r := x.Result
 	return &RunOutput{OK: r.Error == nil, ExecutionID: x.Record.ExecutionID, Stdout: r.Stdout, Stderr: r.Stderr,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Result: r.Result, Error: r.Error,
-		Files: []FileInfo{}, DurationMS: r.DurationMS, MemoryPeakBytes: r.MemoryPeakBytes, FuelUsed: r.FuelUsed}
+		Files: []FileInfo{}, DurationMS: r.DurationMS, MemoryPeakBytes: r.MemoryPeakBytes, FuelUsed: r.FuelUsed, Session: r.Session}
 }
 
 // saveFiles copies what a run wrote into the session's workspace, so later

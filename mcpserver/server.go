@@ -31,6 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/workspace"
 )
@@ -78,7 +79,7 @@ type Server struct {
 	tmp   string // holds the sessions' workspaces
 
 	mu     sync.Mutex
-	spaces map[*mcp.ServerSession]*files
+	conns  map[*mcp.ServerSession]*conn
 	closed bool
 }
 
@@ -112,7 +113,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
-	s := &Server{cfg: cfg, adm: adm, log: cfg.Logger, about: about, tmp: tmp, spaces: map[*mcp.ServerSession]*files{}}
+	s := &Server{cfg: cfg, adm: adm, log: cfg.Logger, about: about, tmp: tmp, conns: map[*mcp.ServerSession]*conn{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -128,6 +129,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if !cfg.SkillsOnly {
 		s.addRunTool()
 		s.addFileTools()
+		s.addSessionTools()
 	}
 	if cfg.Registry != nil {
 		s.addSkills(ctx, cfg.Registry)
@@ -158,42 +160,80 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Close drops every session's workspace.
+// Close drops every MCP session's workspace and sandbox sessions.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	for ss, f := range s.spaces {
-		f.close()
-		delete(s.spaces, ss)
-	}
+	conns := s.conns
+	s.conns = nil
 	s.mu.Unlock()
+	for _, c := range conns {
+		s.drop(c)
+	}
 	return os.RemoveAll(s.tmp)
 }
 
-// files returns the workspace of the session a call came from, made on
-// first use and dropped when the session ends.
-func (s *Server) files(ss *mcp.ServerSession) (*files, error) {
+// conn is what the server keeps for one MCP session: its workspace (made
+// on first use) and the sandbox sessions it opened, all dropped when it
+// ends.
+type conn struct {
+	owner    string // owns its sandbox sessions: no other MCP session can name them
+	mu       sync.Mutex
+	files    *files
+	sessions map[string]bool
+}
+
+// conn returns the state of the MCP session a call came from.
+func (s *Server) conn(ss *mcp.ServerSession) (*conn, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, errors.New("mcpserver: closed")
 	}
-	if f, ok := s.spaces[ss]; ok {
-		return f, nil
+	if c, ok := s.conns[ss]; ok {
+		return c, nil
 	}
-	f, err := newFiles(s.tmp, s.cfg.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	s.spaces[ss] = f
+	c := &conn{owner: "mcp/" + provenance.NewID(), sessions: map[string]bool{}}
+	s.conns[ss] = c
 	go func() {
 		ss.Wait()
 		s.mu.Lock()
-		delete(s.spaces, ss)
+		delete(s.conns, ss)
 		s.mu.Unlock()
-		f.close()
+		s.drop(c)
 	}()
-	return f, nil
+	return c, nil
+}
+
+// files returns the workspace of the MCP session a call came from.
+func (s *Server) files(ss *mcp.ServerSession) (*files, error) {
+	c, err := s.conn(ss)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files == nil {
+		if c.files, err = newFiles(s.tmp, s.cfg.Workspace); err != nil {
+			return nil, err
+		}
+	}
+	return c.files, nil
+}
+
+// drop closes what an MCP session left: its sandbox sessions and its
+// workspace.
+func (s *Server) drop(c *conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id := range c.sessions {
+		s.cfg.Executor.CloseSession(context.Background(), id, c.owner)
+	}
+	c.sessions = nil
+	if c.files != nil {
+		c.files.close()
+		c.files = nil
+	}
 }
 
 // actor names the client for provenance: its name as it gave it.

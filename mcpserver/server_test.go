@@ -422,3 +422,75 @@ func TestSkillsOnly(t *testing.T) {
 	_, err = c.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "1"}})
 	protocolError(t, err, jsonrpc.CodeInvalidParams, "unknown tool")
 }
+
+// TestSessions: run_python with a session_id continues the session's
+// Python state; a failed turn leaves it as it was; forks are independent;
+// a session is its MCP session's alone, and ends with it.
+func TestSessions(t *testing.T) {
+	ex, _ := fixtures(t)
+	srv := newServer(t, nil)
+	c := connect(t, srv)
+	open := ex.SessionStats().Open
+	res := call(t, c, "session_create", map[string]any{}, nil)
+	require.False(t, res.IsError, text(res))
+	id := structured[skills.SessionInfo](t, res).ID
+	require.NotEmpty(t, id)
+	turn := func(c *client, id, code string) (*mcp.CallToolResult, mcpserver.RunOutput) {
+		t.Helper()
+		res := call(t, c, "run_python", map[string]any{"code": code, "session_id": id}, nil)
+		return res, structured[mcpserver.RunOutput](t, res)
+	}
+	_, out := turn(c, id, "import json\nx = 41\ndef f(): return x + 1\nclass C: pass\nopen('notes.txt', 'w').write('kept')")
+	require.True(t, out.OK)
+	require.Equal(t, 1, out.Session.Turn)
+	_, out = turn(c, id, "print(f(), json.dumps([1]), C.__name__, open('notes.txt').read())")
+	require.Equal(t, "42 [1] C kept\n", out.Stdout)
+	require.Equal(t, 2, out.Session.Turn)
+
+	// A turn that raises keeps what it did first, as a notebook cell does;
+	// one the sandbox stopped keeps nothing of itself.
+	res, out = turn(c, id, "y = 1\n1/0")
+	require.True(t, res.IsError)
+	require.True(t, out.Session.Kept)
+	res = call(t, c, "run_python", map[string]any{"code": "x = 0\nwhile True: pass", "session_id": id, "limits": map[string]any{"timeout_ms": 300}}, nil)
+	require.True(t, res.IsError)
+	out = structured[mcpserver.RunOutput](t, res)
+	require.Equal(t, wasmpy.KindTimeout, out.Error.Kind)
+	require.False(t, out.Session.Kept)
+	_, out = turn(c, id, "print(x, y)")
+	require.Equal(t, "41 1\n", out.Stdout)
+
+	// A fork goes its own way.
+	res = call(t, c, "session_fork", map[string]any{"session_id": id}, nil)
+	require.False(t, res.IsError, text(res))
+	fork := structured[skills.SessionInfo](t, res).ID
+	require.NotEqual(t, id, fork)
+	turn(c, fork, "x = 7")
+	_, out = turn(c, id, "print(x)")
+	require.Equal(t, "41\n", out.Stdout)
+	_, out = turn(c, fork, "print(x)")
+	require.Equal(t, "7\n", out.Stdout)
+
+	// A plain run sees none of it; another MCP session cannot name it.
+	res = call(t, c, "run_python", map[string]any{"code": "print(x)"}, nil)
+	require.Equal(t, "NameError", structured[mcpserver.RunOutput](t, res).Error.Type)
+	other := connect(t, srv)
+	for tool, args := range map[string]map[string]any{"run_python": {"code": "print(x)", "session_id": id},
+		"session_fork": {"session_id": id}, "session_close": {"session_id": id}} {
+		res = call(t, other, tool, args, nil)
+		require.True(t, res.IsError, tool)
+		require.Contains(t, text(res), "unknown_session", tool)
+	}
+
+	res = call(t, c, "session_close", map[string]any{"session_id": fork}, nil)
+	require.False(t, res.IsError, text(res))
+	res, _ = turn(c, fork, "print(x)")
+	require.Contains(t, text(res), "unknown_session")
+	_, err := c.CallTool(context.Background(), &mcp.CallToolParams{Name: "session_fork", Arguments: map[string]any{"session_id": 5}})
+	protocolError(t, err, jsonrpc.CodeInvalidParams, `argument "session_id": want a string, got number`)
+
+	// Its sessions end with the MCP session.
+	require.Equal(t, open+1, ex.SessionStats().Open)
+	c.Close()
+	require.Eventually(t, func() bool { return ex.SessionStats().Open == open }, 20*time.Second, 10*time.Millisecond)
+}

@@ -20,7 +20,7 @@ import (
 const ApprovedMeta = "wasmpy/approved"
 
 // builtinTools are the tools no skill may shadow.
-var builtinTools = []string{"run_python", "write_file", "read_file", "list_files"}
+var builtinTools = []string{"run_python", "write_file", "read_file", "list_files", "session_create", "session_fork", "session_close"}
 
 // addSkills makes each loaded skill a tool; those still loading join when
 // the registry is done, and clients are told the list changed.

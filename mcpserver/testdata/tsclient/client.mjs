@@ -53,7 +53,7 @@ try {
   await check("list tools", async () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
-    for (const want of ["run_python", "write_file", "read_file", "list_files", "text_summarize", "extract_entities"]) {
+    for (const want of ["run_python", "write_file", "read_file", "list_files", "session_create", "session_fork", "session_close", "text_summarize", "extract_entities"]) {
       assert.ok(names.includes(want), `tools/list lacks ${want}: ${names}`);
     }
     const run = tools.find((t) => t.name === "run_python");
@@ -89,7 +89,30 @@ try {
     assert.ok(wire.every((p) => p._meta.stream === "stdout"));
   });
 
-  await check("state across turns (the session's workspace)", async () => {
+  await check("a Python session across turns", async () => {
+    let res = await client.callTool({ name: "session_create", arguments: {} });
+    const id = res.structuredContent.session_id;
+    assert.equal(typeof id, "string", text(res));
+    res = await client.callTool({ name: "run_python", arguments: { session_id: id, code: "import statistics\ndata = [2, 4, 4, 4, 5, 5, 7, 9]\ndef spread(): return statistics.pstdev(data)" } });
+    assert.equal(res.isError, undefined, text(res));
+    assert.equal(res.structuredContent.session.turn, 1);
+    res = await client.callTool({ name: "run_python", arguments: { session_id: id, code: "data.append(10)\nprint(len(data), spread() > 2)" } });
+    assert.equal(res.structuredContent.stdout, "9 True\n");
+    res = await client.callTool({ name: "session_fork", arguments: { session_id: id } });
+    const fork = res.structuredContent.session_id;
+    await client.callTool({ name: "run_python", arguments: { session_id: fork, code: "data.clear()" } });
+    res = await client.callTool({ name: "run_python", arguments: { session_id: id, code: "print(len(data))" } });
+    assert.equal(res.structuredContent.stdout, "9\n", "the fork is independent");
+    res = await client.callTool({ name: "run_python", arguments: { code: "print('data' in globals())" } });
+    assert.equal(res.structuredContent.stdout, "False\n", "a plain run sees no session state");
+    res = await client.callTool({ name: "session_close", arguments: { session_id: id } });
+    assert.equal(res.structuredContent.closed, true);
+    res = await client.callTool({ name: "run_python", arguments: { session_id: id, code: "print(data)" } });
+    assert.equal(res.isError, true);
+    assert.match(text(res), /unknown_session/);
+  });
+
+  await check("files across turns (the MCP session's workspace)", async () => {
     let res = await client.callTool({ name: "write_file", arguments: { path: "data/prices.json", content: "[3, 1, 4, 1, 5]" } });
     assert.equal(res.structuredContent.path, "data/prices.json");
     res = await client.callTool({
