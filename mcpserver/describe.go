@@ -78,6 +78,7 @@ func instructions(about string, skillsOnly bool) string {
 	if skillsOnly {
 		return "wasmpy serves vetted Python skills, each a tool with its own schemas, run in a sandbox. " + about
 	}
-	return "wasmpy runs untrusted Python safely. Use run_python to compute, parse, transform or check data; " +
-		"use write_file to hand it inputs and read_file to fetch what it wrote. " + about
+	return "wasmpy runs untrusted Python safely. Use run_python to compute, parse, transform or check data " +
+		"(session_create keeps Python state from one call to the next); use write_file to hand it inputs and " +
+		"read_file to fetch what it wrote. " + about
 }
