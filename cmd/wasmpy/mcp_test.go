@@ -58,6 +58,17 @@ func TestMCPStdio(t *testing.T) {
 	require.True(t, res.IsError, "no network: %s", toolText(res))
 	require.Contains(t, toolText(res), "error kind: exception")
 
+	// A session keeps Python state across turns (kept in the provenance store).
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "session_create", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	id := res.StructuredContent.(map[string]any)["session_id"]
+	for _, code := range []string{"import math\nr = 2", "print(round(math.pi * r * r, 2))"} {
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code, "session_id": id}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, toolText(res))
+	}
+	require.Equal(t, "12.57\n", res.StructuredContent.(map[string]any)["stdout"])
+
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": []int{1}}})
 	require.ErrorContains(t, err, `argument "code": want a string, got array`)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
