@@ -249,7 +249,8 @@ func renderRun(o *RunOutput) string {
 }
 
 // progress streams a run's output to the client as progress notifications,
-// a line at a time (or maxChunk bytes, or what is left when the run ends):
+// whole lines as the run writes them, at most maxChunk bytes each (a longer
+// line in pieces; what is left without a newline when the run ends):
 // the message is the text, progress the bytes sent so far (both streams),
 // and _meta.stream says which stream.
 type progress struct {
@@ -305,8 +306,8 @@ func (w *progressStream) Write(b []byte) (int, error) {
 	p.bufs[w.name] = append(p.bufs[w.name], b...)
 	for {
 		buf := p.bufs[w.name]
-		n := bytes.LastIndexByte(buf, '\n') + 1
-		if len(buf) > maxChunk {
+		n := bytes.LastIndexByte(buf[:min(len(buf), maxChunk)], '\n') + 1
+		if n == 0 && len(buf) > maxChunk { // a line longer than a chunk
 			n = maxChunk
 			for n > 1 && !utf8.RuneStart(buf[n]) { // keep a character whole
 				n--

@@ -75,7 +75,7 @@ try {
       deliver(msg, extra);
     };
     const res = await client.callTool(
-      { name: "run_python", arguments: { code: "for i in range(3):\n    print('line', i)\nsubmit_result({'squares': [i*i for i in range(4)]})" } },
+      { name: "run_python", arguments: { code: "for i in range(3):\n    print('line', i, flush=True)\nsubmit_result({'squares': [i*i for i in range(4)]})" } },
       undefined,
       { onprogress: () => {} },
     );
@@ -84,7 +84,7 @@ try {
     assert.equal(res.structuredContent.stdout, "line 0\nline 1\nline 2\n");
     assert.deepEqual(res.structuredContent.result, { squares: [0, 1, 4, 9] });
     assert.match(text(res), /stdout:\nline 0/);
-    assert.deepEqual(wire.map((p) => p.message), ["line 0\n", "line 1\n", "line 2\n"], "one notification a line, before the result");
+    assert.deepEqual(wire.map((p) => p.message), ["line 0\n", "line 1\n", "line 2\n"], "one notification a flushed line, before the result");
     assert.ok(wire.every((p, i) => i === 0 || p.progress > wire[i - 1].progress), "progress increases");
     assert.ok(wire.every((p) => p._meta.stream === "stdout"));
   });
