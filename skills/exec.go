@@ -103,6 +103,10 @@ func (e *Executor) Lookup(ctx context.Context, id string) (*provenance.Record, e
 	return e.cfg.Store.Get(ctx, id)
 }
 
+// Describe is the skill's public description, with the limits its runs
+// get from this executor: its own, else the executor's defaults.
+func (e *Executor) Describe(s *Skill) Info { return s.info(e.applied(s.Limits)) }
+
 // Close releases the sandbox.
 func (e *Executor) Close(ctx context.Context) error { return e.sb.Close(ctx) }
 
@@ -153,7 +157,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash}
 	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: bytes.NewReader(stdin), Limits: s.Limits, Grants: s.Grants()}
 	return e.run(ctx, rec, job, e.sb.Run, func(x *Execution) {
-		out := x.Result.Result
+		out := x.Result.Output
 		if x.Error != nil {
 			return
 		}
@@ -297,7 +301,7 @@ func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.J
 			rec.Outcome, rec.Error = string(x.Error.Kind), recordError(res.Error)
 		}
 		if res.Error == nil { // the handler returned: hash what it returned
-			if h, err := provenance.Hash(res.Result); err == nil {
+			if h, err := provenance.Hash(res.Output); err == nil {
 				rec.OutputsHash = h
 			}
 		}

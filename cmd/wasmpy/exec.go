@@ -296,9 +296,9 @@ func report(c *cli.Context, res *wasmpy.Result, atLineStart bool) error {
 			newline()
 			fmt.Fprintf(ew, "wasmpy: %s\n", clean(e.Message))
 		}
-		if len(res.Result) > 0 && string(res.Result) != "null" {
+		if len(res.Output) > 0 && string(res.Output) != "null" {
 			newline()
-			fmt.Fprintf(ew, "wasmpy: submit_result: %s\n", clean(string(res.Result)))
+			fmt.Fprintf(ew, "wasmpy: submit_result: %s\n", clean(string(res.Output)))
 		}
 	}
 	if res.ExitCode != 0 {

@@ -10,19 +10,29 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 )
 
-// printVersion is `wasmpy --version`: wasmpy's own version and the
-// interpreters it would run, with the SHA-256 each was verified against.
-func printVersion(c *cli.Context) error {
-	version, commit := "(devel)", ""
+// buildVersion is wasmpy's module version ("(devel)" for a build from a
+// checkout) and the VCS commit it was built from, if known.
+func buildVersion() (version, commit string) {
+	version = "(devel)"
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if info.Main.Version != "" {
 			version = info.Main.Version
 		}
 		for _, s := range info.Settings {
 			if s.Key == "vcs.revision" {
-				commit = " commit " + s.Value
+				commit = s.Value
 			}
 		}
+	}
+	return version, commit
+}
+
+// printVersion is `wasmpy --version`: wasmpy's own version and the
+// interpreters it would run, with the SHA-256 each was verified against.
+func printVersion(c *cli.Context) error {
+	version, commit := buildVersion()
+	if commit != "" {
+		commit = " commit " + commit
 	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "wasmpy %s%s\n", version, commit)
