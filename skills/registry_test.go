@@ -230,7 +230,7 @@ func TestLoadFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, reg.Problems())
 	ext, _ := reg.Get("ext")
-	require.Equal(t, []wasmpy.Capability{wasmpy.AskLLM, wasmpy.ListFiles, wasmpy.ReadFile, wasmpy.SearchFiles, wasmpy.SubmitResult, wasmpy.WriteFile}, ext.Grants())
+	require.Equal(t, []wasmpy.Capability{wasmpy.AskLLM, wasmpy.Embed, wasmpy.ListFiles, wasmpy.ReadFile, wasmpy.SearchFiles, wasmpy.SubmitResult, wasmpy.WriteFile}, ext.Grants())
 	require.False(t, ext.NeedsApproval())
 	a, _ := reg.Get("approve")
 	require.True(t, a.NeedsApproval())
