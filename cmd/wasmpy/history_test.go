@@ -194,3 +194,43 @@ func TestHistorySurvivesKill(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Regexp(t, `(?m)^spin\s+1\s+0\.0%\s+-\s+-\s+interrupted=1$`, out)
 }
+
+// exec --record keeps a record of kind exec, which history and stats show
+// by kind; without the flag nothing is recorded.
+func TestExecRecord(t *testing.T) {
+	requireCapabilities(t)
+	db := filepath.Join(t.TempDir(), "p.db")
+	code, _, errOut := wasmpyCLI(t, "", "exec", "--db", db, "-c", "print(1)")
+	require.Equal(t, 0, code, errOut)
+	require.NoFileExists(t, db, "off by default")
+
+	code, out, errOut := wasmpyCLI(t, "", "exec", "--record", "--db", db, "-c", "import sys\nsubmit_result(sys.argv[1:])", "a")
+	require.Equal(t, 0, code, errOut)
+	require.Empty(t, out)
+	m := regexp.MustCompile(`wasmpy: provenance: ([0-9a-f-]{36})\n`).FindStringSubmatch(errOut)
+	require.NotNil(t, m, errOut)
+	code, _, _ = wasmpyCLI(t, "", "exec", "--record", "--db", db, "-c", "1/0")
+	require.Equal(t, 1, code)
+
+	code, out, _ = wasmpyCLI(t, "", "history", "show", "--json", "--db", db, m[1])
+	require.Equal(t, 0, code)
+	var rec provenance.Record
+	require.NoError(t, json.Unmarshal([]byte(out), &rec))
+	require.Equal(t, provenance.KindExec, rec.Kind)
+	require.Equal(t, provenance.OutcomeOK, rec.Outcome)
+	require.Equal(t, provenance.HashBytes([]byte("import sys\nsubmit_result(sys.argv[1:])")), rec.CodeHash)
+	h, _ := provenance.Hash([]byte(`{"args": ["a"]}`))
+	require.Equal(t, h, rec.InputsHash)
+	h, _ = provenance.Hash([]byte(`["a"]`))
+	require.Equal(t, h, rec.OutputsHash)
+	require.Equal(t, "cli", rec.ActorType)
+
+	code, out, _ = wasmpyCLI(t, "", "stats", "--json", "--db", db, "--kind", "exec")
+	require.Equal(t, 0, code)
+	var stats []provenance.Stats
+	require.NoError(t, json.Unmarshal([]byte(out), &stats))
+	require.Len(t, stats, 1)
+	require.Equal(t, 2, stats[0].Total)
+	require.Equal(t, 0.5, stats[0].SuccessRate)
+	require.Equal(t, map[string]int{"ok": 1, "exception": 1}, stats[0].Outcomes)
+}
