@@ -192,7 +192,7 @@ func TestHistorySurvivesKill(t *testing.T) {
 
 	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db)
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^spin\s+1\s+0\.0%\s+-\s+-\s+interrupted=1$`, out)
+	require.Regexp(t, `(?m)^skill\s+spin\s+1\s+0\.0%\s+-\s+-\s+-\s+interrupted=1$`, out)
 }
 
 // exec --record keeps a record of kind exec, which history and stats show
