@@ -184,7 +184,7 @@ func TestSubmitResult(t *testing.T) {
 	submit := []wasmpy.Capability{wasmpy.SubmitResult}
 	res := run(t, wasmpy.Job{Grants: submit, Code: `submit_result({"answer": 42, "items": [1, "two", None]})`})
 	require.Nil(t, res.Error, res.Stderr)
-	require.JSONEq(t, `{"answer": 42, "items": [1, "two", null]}`, string(res.Result))
+	require.JSONEq(t, `{"answer": 42, "items": [1, "two", null]}`, string(res.Output))
 
 	for _, tc := range []struct{ name, code, want string }{
 		{"twice", "submit_result(1)\nsubmit_result(2)", "already called"},
@@ -202,10 +202,10 @@ func TestSubmitResult(t *testing.T) {
 	res = run(t, wasmpy.Job{Grants: submit, Code: `submit_result({"n": "seven"})`, ResultSchema: schema})
 	require.Equal(t, "wasmpy.ResultError", res.Error.Type)
 	require.Contains(t, res.Error.Message, "/n")
-	require.JSONEq(t, "null", string(res.Result))
+	require.JSONEq(t, "null", string(res.Output))
 	res = run(t, wasmpy.Job{Grants: submit, Code: `submit_result({"n": 7})`, ResultSchema: schema})
 	require.Nil(t, res.Error, res.Stderr)
-	require.JSONEq(t, `{"n": 7}`, string(res.Result))
+	require.JSONEq(t, `{"n": 7}`, string(res.Output))
 }
 
 // An LLM that does not answer holds the run no longer than its deadline.
@@ -274,4 +274,48 @@ func TestImportPolicy(t *testing.T) {
 		require.Equal(t, "ImportError", res.Error.Type, code)
 		require.Contains(t, res.Error.Message, "not allowed", code)
 	}
+}
+
+// embed(texts, model=None) reaches the /embeddings endpoint, within the
+// budget ask_llm shares.
+func TestEmbed(t *testing.T) {
+	srv := llmtest.New(t)
+	sb := newSandbox(t, wasmpy.Config{
+		LLM:       hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "embed-model"},
+		LLMBudget: hostfuncs.LLMBudget{MaxCalls: 2},
+		Grants:    []wasmpy.Capability{wasmpy.Embed, wasmpy.SubmitResult},
+	})
+	res := runIn(t, sb, wasmpy.Job{Code: `
+import wasmpy
+vs = embed(["one two", "three"])
+v = embed("four", model="other")
+try:
+    embed(["five"])
+except wasmpy.BudgetExceeded as e:
+    print("budget:", e)
+try:
+    embed([3])
+except TypeError as e:
+    print("type:", e)
+submit_result({"vs": vs, "v": v})
+`})
+	require.Nil(t, res.Error, res.Stderr)
+	var out struct {
+		VS [][]float64 `json:"vs"`
+		V  []float64   `json:"v"`
+	}
+	require.NoError(t, json.Unmarshal(res.Output, &out))
+	require.Equal(t, [][]float64{llmtest.Embedding("one two"), llmtest.Embedding("three")}, out.VS)
+	require.Equal(t, llmtest.Embedding("four"), out.V)
+	require.Contains(t, res.Stdout, "budget: LLM call budget exhausted: 2 calls made")
+	require.Contains(t, res.Stdout, "type: ")
+	require.Equal(t, 2, res.LLM.Calls)
+	require.Equal(t, 4, res.LLM.TotalTokens)
+	require.Len(t, srv.Requests(), 2)
+	require.Contains(t, string(srv.Requests()[1].Body), `"model":"other"`)
+
+	// Not granted: the guest cannot call it.
+	res = run(t, wasmpy.Job{Code: `embed(["x"])`})
+	require.NotNil(t, res.Error)
+	require.Contains(t, res.Error.Message, `capability "embed" is not granted`)
 }

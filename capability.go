@@ -22,13 +22,14 @@ const (
 	ListFiles    Capability = "list_files"    // workspace paths matching a glob
 	SearchFiles  Capability = "search_files"  // lines matching a regex in workspace files
 	AskLLM       Capability = "ask_llm"       // one chat completion from Config.LLM
-	SubmitResult Capability = "submit_result" // one JSON value back as Result.Result
+	Embed        Capability = "embed"         // embeddings of texts from Config.LLM's /embeddings, in ask_llm's budget
+	SubmitResult Capability = "submit_result" // one JSON value back as Result.Output
 )
 
 // Builtins returns every built-in capability, for callers that mean to grant
 // them all (the CLI does).
 func Builtins() []Capability {
-	return []Capability{ReadFile, WriteFile, ListFiles, SearchFiles, AskLLM, SubmitResult}
+	return []Capability{ReadFile, WriteFile, ListFiles, SearchFiles, AskLLM, Embed, SubmitResult}
 }
 
 // checkGrants refuses a grant of a name that is neither built in nor in

@@ -50,7 +50,7 @@ submit_result(read_file("note.txt"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(string(res.Result), res.Files[0].Path)
+	fmt.Println(string(res.Output), res.Files[0].Path)
 
 	res, _ = sb.Run(ctx, wasmpy.Job{Code: code}) // no grants
 	fmt.Println(res.Err())
@@ -93,7 +93,7 @@ submit_result({"total": total})
 		log.Fatal(err)
 	}
 	fmt.Print(res.Stdout)
-	fmt.Println(string(res.Result), res.HostCalls[0].Name, len(res.HostCalls))
+	fmt.Println(string(res.Output), res.HostCalls[0].Name, len(res.HostCalls))
 	// Output:
 	// unknown sku "durian"
 	// {"total":2.75} price 4

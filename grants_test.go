@@ -48,7 +48,7 @@ func TestNothingGrantedByDefault(t *testing.T) {
 	}
 	require.Empty(t, res.HostCalls, "a refused call ran nothing")
 	require.Empty(t, res.Files)
-	require.JSONEq(t, "null", string(res.Result))
+	require.JSONEq(t, "null", string(res.Output))
 }
 
 func TestGrantedCapabilityWorks(t *testing.T) {
@@ -62,7 +62,7 @@ func TestGrantedCapabilityWorks(t *testing.T) {
 	}
 	require.Contains(t, out, "submit_result builtin ran\n")
 	require.Contains(t, out, "submit_result module ResultError") // once per run
-	require.Equal(t, "1", string(res.Result))
+	require.Equal(t, "1", string(res.Output))
 	require.Empty(t, res.Files)
 }
 
@@ -101,10 +101,10 @@ print(try_(lambda: read_file("notes.txt").split()[0]), try_(lambda: submit_resul
 		require.Nil(t, res.Error, res.Stderr)
 		if i%2 == 0 {
 			require.Equal(t, "alpha refused\n", res.Stdout, i)
-			require.JSONEq(t, "null", string(res.Result))
+			require.JSONEq(t, "null", string(res.Output))
 		} else {
 			require.Equal(t, "refused submitted\n", res.Stdout, i)
-			require.Equal(t, "7", string(res.Result))
+			require.Equal(t, "7", string(res.Output))
 		}
 	}
 }
@@ -163,7 +163,7 @@ for fn in (lambda: add(X=1, Y=2), lambda: wasmpy.add(X=1, Y=2), lambda: wasmpy._
 func TestUnknownGrants(t *testing.T) {
 	ctx := context.Background()
 	_, err := testSandbox(t).Run(ctx, wasmpy.Job{Code: "pass", Grants: []wasmpy.Capability{wasmpy.ReadFile, "launch_missiles"}})
-	require.EqualError(t, err, `wasmpy: Job.Grants: no capability "launch_missiles" (have read_file, write_file, list_files, search_files, ask_llm, submit_result)`)
+	require.EqualError(t, err, `wasmpy: Job.Grants: no capability "launch_missiles" (have read_file, write_file, list_files, search_files, ask_llm, embed, submit_result)`)
 
 	noop := hostfuncs.Typed(func(ctx context.Context, a struct{}) (int, error) { return 0, nil })
 	for _, tc := range []struct {
@@ -172,7 +172,7 @@ func TestUnknownGrants(t *testing.T) {
 	}{
 		{wasmpy.Config{Grants: []wasmpy.Capability{"Read_File"}}, `Config.Grants: no capability "Read_File"`},
 		{wasmpy.Config{Grants: []wasmpy.Capability{"price"}, HostFuncs: hostfuncs.Table{"prices": noop}},
-			`no capability "price" (have read_file, write_file, list_files, search_files, ask_llm, submit_result, prices)`},
+			`no capability "price" (have read_file, write_file, list_files, search_files, ask_llm, embed, submit_result, prices)`},
 		{wasmpy.Config{HostFuncs: hostfuncs.Table{"_job": noop}}, `"_job" is not a Python identifier`},
 		{wasmpy.Config{HostFuncs: hostfuncs.Table{"get-price": noop}}, `"get-price" is not a Python identifier`},
 		{wasmpy.Config{HostFuncs: hostfuncs.Table{"class": noop}}, `"class" is not a Python identifier`},

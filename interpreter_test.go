@@ -32,7 +32,7 @@ submit_result("via the native module")
 	require.Nil(t, res.Error, res.Stderr)
 	require.Equal(t, "(3, 13) wasi\nTrue True\nTrue\nTrue\n", res.Stdout)
 	// The host call arrived through _wasmpy, the interpreter's own import.
-	require.Equal(t, `"via the native module"`, string(res.Result))
+	require.Equal(t, `"via the native module"`, string(res.Output))
 	require.Equal(t, "submit_result", res.HostCalls[0].Name)
 }
 

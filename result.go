@@ -24,8 +24,8 @@ type Result struct {
 	Stderr          string          `json:"stderr"`
 	StdoutTruncated bool            `json:"stdout_truncated"`
 	StderrTruncated bool            `json:"stderr_truncated"`
-	Result          json.RawMessage `json:"result"` // what the code passed to submit_result; null if nothing
-	Error           *Error          `json:"error"`  // nil when the run succeeded
+	Output          json.RawMessage `json:"output,omitempty"` // what the code passed to submit_result; null if nothing
+	Error           *Error          `json:"error"`            // nil when the run succeeded
 	DurationMS      float64         `json:"duration_ms"`
 	MemoryPeakBytes uint64          `json:"memory_peak_bytes"`
 	FuelUsed        uint64          `json:"fuel_used"`
@@ -73,7 +73,7 @@ func newResult(out *wasm.Outcome) *Result {
 		Stderr:          string(out.Stderr),
 		StdoutTruncated: out.StdoutTruncated,
 		StderrTruncated: out.StderrTruncated,
-		Result:          json.RawMessage("null"),
+		Output:          json.RawMessage("null"),
 		Error:           newError(out.Failure),
 		DurationMS:      float64(out.Duration.Microseconds()) / 1000,
 		MemoryPeakBytes: out.MemoryPeak,

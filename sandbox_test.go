@@ -126,10 +126,10 @@ func TestResultJSON(t *testing.T) {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
 	for _, key := range []string{"exit_code", "stdout", "stderr", "stdout_truncated", "stderr_truncated",
-		"result", "error", "duration_ms", "memory_peak_bytes", "fuel_used", "host_calls"} {
+		"output", "error", "duration_ms", "memory_peak_bytes", "fuel_used", "host_calls"} {
 		require.Contains(t, m, key)
 	}
-	require.Nil(t, m["result"])
+	require.Nil(t, m["output"])
 	require.Nil(t, m["error"])
 	require.Equal(t, "hi\n", m["stdout"])
 	require.Greater(t, m["memory_peak_bytes"].(float64), float64(1<<20))
@@ -149,7 +149,7 @@ func TestResultJSONShape(t *testing.T) {
 		return slices.Sorted(maps.Keys(o))
 	}
 	require.Equal(t, []string{"duration_ms", "error", "exit_code", "files", "fuel_used", "host_calls", "host_calls_total",
-		"llm", "memory_peak_bytes", "packages", "result", "stderr", "stderr_truncated", "stdout", "stdout_truncated"}, keys(b))
+		"llm", "memory_peak_bytes", "output", "packages", "stderr", "stderr_truncated", "stdout", "stdout_truncated"}, keys(b))
 	require.Equal(t, []string{"kind", "message", "traceback", "type"}, keys(m["error"]))
 	var calls []json.RawMessage
 	require.NoError(t, json.Unmarshal(m["host_calls"], &calls))

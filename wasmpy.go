@@ -338,7 +338,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	if v, ok := caps.result.Value(); ok {
 		var compact bytes.Buffer
 		if json.Compact(&compact, v) == nil { // the sink has checked it is JSON
-			res.Result = compact.Bytes()
+			res.Output = compact.Bytes()
 		}
 	}
 	res.Files = caps.workspace.Changes()

@@ -25,7 +25,7 @@
 //	llm := hostfuncs.NewLLM(hostfuncs.LLMConfigFromEnv(os.Getenv))
 //	gen, err := codegen.New(sb, llm, codegen.Options{CacheDir: dir})
 //	rep, err := gen.Task(ctx, "submit the first 10 primes")
-//	fmt.Println(rep.Code, string(rep.Result.Result)) // [2,3,5,...]
+//	fmt.Println(rep.Code, string(rep.Result.Output)) // [2,3,5,...]
 //
 //	fr, err := gen.Function(ctx, "def add(a: int, b: int) -> int:", []any{2, 3}, nil)
 //	fmt.Println(string(fr.Value), fr.Quality.Complexity) // 5 1

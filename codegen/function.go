@@ -254,8 +254,8 @@ type functionParts struct {
 
 // submittedValue is the value a run handed to submit_result.
 func submittedValue(res *wasmpy.Result) json.RawMessage {
-	if len(res.Result) == 0 {
+	if len(res.Output) == 0 {
 		return json.RawMessage("null")
 	}
-	return res.Result
+	return res.Output
 }

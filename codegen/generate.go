@@ -277,7 +277,7 @@ var ErrGaveUp = errors.New("codegen: no attempt succeeded")
 
 // Task asks for a program doing task, validates it, runs it, and retries
 // with the failure as feedback. Unless Options.ResultOptional, the program
-// must hand its answer back with submit_result: it is in Report.Result.Result.
+// must hand its answer back with submit_result: it is in Report.Result.Output.
 //
 // The Report is returned with the error too, when any attempt was made. The
 // error wraps ErrGaveUp when every attempt failed, and *hostfuncs.LLMCallError
@@ -474,7 +474,7 @@ func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report, to
 
 // submitted reports whether a run handed back a result (possibly null).
 func submitted(res *wasmpy.Result) bool {
-	if len(res.Result) > 0 && string(res.Result) != "null" {
+	if len(res.Output) > 0 && string(res.Output) != "null" {
 		return true
 	}
 	for _, c := range res.HostCalls {

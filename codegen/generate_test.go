@@ -47,7 +47,7 @@ func TestTaskFirstTry(t *testing.T) {
 	srv := llmtest.New(t, py(goodTask))
 	rep, err := newGen(t, srv, Options{}).Task(context.Background(), "submit pi to two places")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"pi": 3.14}`, string(rep.Result.Result))
+	require.JSONEq(t, `{"pi": 3.14}`, string(rep.Result.Output))
 	require.Equal(t, goodTask+"\n", rep.Code)
 	require.False(t, rep.Cached)
 	require.Len(t, rep.Attempts, 1)
@@ -96,7 +96,7 @@ func TestTaskRetriesEachFailureKind(t *testing.T) {
 			require.Len(t, rep.Attempts, 2)
 			require.Equal(t, tc.outcome, rep.Attempts[0].Outcome, rep.Attempts[0].Feedback)
 			require.Equal(t, OutcomeOK, rep.Attempts[1].Outcome)
-			require.JSONEq(t, `{"pi": 3.14}`, string(rep.Result.Result))
+			require.JSONEq(t, `{"pi": 3.14}`, string(rep.Result.Output))
 
 			// The retry carries the whole exchange: system, task, the bad
 			// reply, then the feedback with the failing code.
@@ -218,7 +218,7 @@ func TestTaskCache(t *testing.T) {
 	require.True(t, rep.Cached)
 	require.Len(t, srv.Requests(), 1, "a cache hit asks the LLM nothing")
 	require.Equal(t, "cache", rep.Attempts[0].Source)
-	require.JSONEq(t, `{"pi": 3.14}`, string(rep.Result.Result))
+	require.JSONEq(t, `{"pi": 3.14}`, string(rep.Result.Output))
 
 	// Another model is another key.
 	srv.Enqueue(py(goodTask))
@@ -275,7 +275,7 @@ func TestDryRun(t *testing.T) {
 	require.Equal(t, "cache", rep.Attempts[0].Source)
 	require.Equal(t, "submit_result(1 / 0)\n", rep.Attempts[0].Code)
 	require.Equal(t, string(wasmpy.KindException), rep.Attempts[0].Outcome)
-	require.JSONEq(t, "2.0", string(rep.Result.Result))
+	require.JSONEq(t, "2.0", string(rep.Result.Output))
 }
 
 func TestResultOptional(t *testing.T) {
@@ -292,7 +292,7 @@ func TestTaskWorkspace(t *testing.T) {
 	srv := llmtest.New(t, py("from collections import Counter\nsubmit_result(Counter(read_file('notes.txt').split()).most_common(2))"))
 	rep, err := newGen(t, srv, Options{Workspace: dir}).Task(context.Background(), "top 2 words of notes.txt")
 	require.NoError(t, err)
-	require.JSONEq(t, `[["a", 3], ["b", 2]]`, string(rep.Result.Result))
+	require.JSONEq(t, `[["a", 3], ["b", 2]]`, string(rep.Result.Output))
 }
 
 func TestFunction(t *testing.T) {

@@ -123,8 +123,8 @@ func (n *Net) Run(ctx context.Context, sb *wasmpy.Sandbox, opts NetRunOptions) (
 	if res.Error != nil {
 		return run, nil
 	}
-	if err := json.Unmarshal(res.Result, run); err != nil || run.Marking == nil {
-		return run, fmt.Errorf("codegen: net %s: the entrypoint reported no marking (result %s)", n.ID, truncate(string(res.Result), 200))
+	if err := json.Unmarshal(res.Output, run); err != nil || run.Marking == nil {
+		return run, fmt.Errorf("codegen: net %s: the entrypoint reported no marking (result %s)", n.ID, truncate(string(res.Output), 200))
 	}
 	return run, nil
 }

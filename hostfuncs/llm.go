@@ -348,7 +348,8 @@ func serverMessage(code int, body []byte) string {
 	return http.StatusText(code)
 }
 
-// LLMBudget bounds one run's use of ask_llm. Zero fields take the defaults.
+// LLMBudget bounds one run's use of ask_llm and embed, together. Zero
+// fields take the defaults.
 type LLMBudget struct {
 	MaxCalls       int // requests sent (0 = DefaultLLMMaxCalls)
 	MaxTokens      int // total tokens, prompt and completion (0 = DefaultLLMMaxTokens)
@@ -506,13 +507,15 @@ func (s *LLMSession) reserve() (int, error) {
 	return s.budget.MaxTokens - s.usage.TotalTokens, nil
 }
 
-// Register adds ask_llm to t:
+// Register adds ask_llm and embed to t:
 //
 //	ask_llm {"prompt": str, "system": str|null, "model": str|null,
 //	         "temperature": float|null, "max_tokens": int|null} → str
+//	embed   {"texts": [str, ...], "model": str|null} → [[float, ...], ...]
 //
 // Errors: LLMError (not configured, HTTP or network failure; the message
 // says "(retryable)" when trying again may help), BudgetExceeded, ValueError.
 func (s *LLMSession) Register(t Table) {
 	t.Add("ask_llm", Typed(s.Ask))
+	t.Add("embed", Typed(s.Embed))
 }

@@ -46,7 +46,7 @@ func describeSandbox(ctx context.Context, ex *skills.Executor, ceil wasmpy.Limit
 	if err := res.Err(); err != nil {
 		return "", fmt.Errorf("mcpserver: probing the interpreter: %w", err)
 	}
-	if err := json.Unmarshal(res.Result, &probe); err != nil {
+	if err := json.Unmarshal(res.Output, &probe); err != nil {
 		return "", fmt.Errorf("mcpserver: probing the interpreter: %w", err)
 	}
 	var b strings.Builder

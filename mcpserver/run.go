@@ -183,7 +183,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 func runOutput(x *skills.Execution) *RunOutput {
 	r := x.Result
 	return &RunOutput{OK: r.Error == nil, ExecutionID: x.Record.ExecutionID, Stdout: r.Stdout, Stderr: r.Stderr,
-		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Result: r.Result, Error: r.Error,
+		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Result: r.Output, Error: r.Error,
 		Files: []FileInfo{}, DurationMS: r.DurationMS, MemoryPeakBytes: r.MemoryPeakBytes, FuelUsed: r.FuelUsed, Session: r.Session}
 }
 

@@ -94,10 +94,10 @@ func (s *Server) callSkill(ctx context.Context, req *mcp.CallToolRequest, sk *sk
 		}
 		return toolError(text, nil), nil
 	}
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(x.Result.Result)}},
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(x.Result.Output)}},
 		Meta: mcp.Meta{"execution_id": x.Record.ExecutionID}}
 	if structuredOut {
-		res.StructuredContent = x.Result.Result
+		res.StructuredContent = x.Result.Output
 	}
 	return res, nil
 }

@@ -11,7 +11,7 @@ import json as _json
 # _call(fn, args) -> value is injected by the runner before this source runs.
 
 BUILTIN_CAPABILITIES = ("read_file", "write_file", "list_files", "search_files",
-                        "ask_llm", "submit_result")
+                        "ask_llm", "embed", "submit_result")
 
 # The exception classes the capabilities raise beyond Python's own; builtins
 # too, so that code can catch them without importing wasmpy.
@@ -108,6 +108,20 @@ def ask_llm(prompt, system=None, model=None, temperature=None, max_tokens=None):
     if max_tokens is not None:
         args["max_tokens"] = int(max_tokens)
     return _call("ask_llm", args)
+
+
+def embed(texts, model=None):
+    """Embeds texts with the configured embeddings endpoint.
+
+    texts is a list of strings (one string gives one vector); returns a list
+    of vectors (lists of floats), in the order of texts."""
+    one = isinstance(texts, str)
+    items = [texts] if one else list(texts)
+    args = {"texts": [_str("texts[%d]" % i, t) for i, t in enumerate(items)]}
+    if model is not None:
+        args["model"] = _str("model", model)
+    vectors = _call("embed", args)
+    return vectors[0] if one else vectors
 
 
 def submit_result(value):

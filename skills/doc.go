@@ -16,7 +16,7 @@
 //	for _, p := range reg.Problems() { log.Print(p) } // broken skills, each with its path and reason
 //	s, _ := reg.Get("text_summarize")
 //	x, err := ex.Execute(ctx, s, skills.Request{Args: json.RawMessage(`{"text": "..."}`)})
-//	// x.Result.Result is the output, x.Record the provenance, x.Error why it failed
+//	// x.Result.Output is the output, x.Record the provenance, x.Error why it failed
 //
 // A server calls skills.StartDir instead, which returns at once: each skill
 // appears in the registry as soon as it passes its checks.

@@ -8,8 +8,8 @@ import (
 //go:embed examples
 var examples embed.FS
 
-// Examples holds the built-in example skills, text_summarize and
-// extract_entities, as Load reads them; the same files are in the source
+// Examples holds the built-in example skills, text_summarize,
+// extract_entities and compact_memory, as Load reads them; the same files are in the source
 // tree under skills/examples.
 func Examples() fs.FS {
 	sub, err := fs.Sub(examples, "examples")

@@ -103,6 +103,10 @@ func (e *Executor) Lookup(ctx context.Context, id string) (*provenance.Record, e
 	return e.cfg.Store.Get(ctx, id)
 }
 
+// Describe is the skill's public description, with the limits its runs
+// get from this executor: its own, else the executor's defaults.
+func (e *Executor) Describe(s *Skill) Info { return s.info(e.applied(s.Limits)) }
+
 // Close releases the sandbox.
 func (e *Executor) Close(ctx context.Context) error { return e.sb.Close(ctx) }
 
@@ -153,7 +157,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash}
 	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: bytes.NewReader(stdin), Limits: s.Limits, Grants: s.Grants()}
 	return e.run(ctx, rec, job, e.sb.Run, func(x *Execution) {
-		out := x.Result.Result
+		out := x.Result.Output
 		if x.Error != nil {
 			return
 		}
@@ -256,13 +260,9 @@ func execJob(req ExecRequest, kind string) (*provenance.Record, wasmpy.Job, erro
 // complete rec), and completes rec.
 func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.Job,
 	do func(context.Context, wasmpy.Job) (*wasmpy.Result, error), check func(*Execution)) (*Execution, error) {
-	rec.ExecutionID = provenance.NewID()
-	rec.Interpreter = provenance.Interpreter(e.sb.Interpreter())
-	rec.Packages = packageSets(e.sb.Packages())
-	rec.Limits = provenance.Limits(limitsInfo(e.applied(job.Limits)))
-	rec.Outcome = provenance.OutcomeRunning
-	rec.StartedAt = now()
-	rec.HostCalls = []provenance.HostCall{}
+	started := NewRecord(e.sb, rec.Kind, e.applied(job.Limits))
+	rec.ExecutionID, rec.Interpreter, rec.Packages, rec.Limits = started.ExecutionID, started.Interpreter, started.Packages, started.Limits
+	rec.Outcome, rec.StartedAt, rec.HostCalls = started.Outcome, started.StartedAt, started.HostCalls
 	if e.cfg.Store != nil {
 		if err := e.cfg.Store.Begin(ctx, rec); err != nil {
 			return nil, fmt.Errorf("skills: recording provenance: %w", err)
@@ -272,37 +272,15 @@ func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.J
 	if runErr == nil && res.Error != nil && res.Error.Kind == wasmpy.KindInterrupted && ctx.Err() != nil {
 		runErr = ctx.Err() // the caller went away
 	}
-	finished := now()
-	rec.FinishedAt = &finished
+	CompleteRecord(ctx, rec, res, runErr)
 	x := &Execution{Record: rec, Result: res}
-	if runErr != nil {
-		switch rec.Error = runErr.Error(); {
-		case errors.Is(runErr, context.DeadlineExceeded): // the caller's deadline passed before the run began
-			rec.Outcome = string(wasmpy.KindTimeout)
-		case ctx.Err() != nil:
-			rec.Outcome = provenance.OutcomeCanceled
-		default:
-			rec.Outcome = string(wasmpy.KindInternal)
-		}
-	} else {
+	if runErr == nil {
 		x.Error = runError(res)
 		if check != nil {
 			check(x)
 		}
-		rec.DurationMS, rec.FuelUsed, rec.MemoryPeakBytes = res.DurationMS, res.FuelUsed, res.MemoryPeakBytes
-		rec.HostCalls, rec.HostCallsTotal = hostCalls(res.HostCalls), res.HostCallsTotal
-		switch {
-		case x.Error == nil:
-			rec.Outcome = provenance.OutcomeOK
-		case x.Error.Code == CodeInvalidOutput:
+		if x.Error != nil && x.Error.Code == CodeInvalidOutput {
 			rec.Outcome, rec.Error = provenance.OutcomeInvalidOutput, x.Error.Message
-		default:
-			rec.Outcome, rec.Error = string(x.Error.Kind), recordError(res.Error)
-		}
-		if res.Error == nil { // the handler returned: hash what it returned
-			if h, err := provenance.Hash(res.Result); err == nil {
-				rec.OutputsHash = h
-			}
 		}
 	}
 	if e.cfg.Store != nil {

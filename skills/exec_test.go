@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/internal/llmtest"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
@@ -124,7 +127,7 @@ func TestExampleSkills(t *testing.T) {
 				OriginalLength   int     `json:"original_length"`
 				SummaryLength    int     `json:"summary_length"`
 			}
-			require.NoError(t, json.Unmarshal(x.Result.Result, &out))
+			require.NoError(t, json.Unmarshal(x.Result.Output, &out))
 			require.Equal(t, len([]rune(article)), out.OriginalLength)
 			require.Equal(t, len([]rune(out.Summary)), out.SummaryLength)
 			require.Greater(t, out.CompressionRatio, 0.0)
@@ -139,7 +142,7 @@ func TestExampleSkills(t *testing.T) {
 		x, err := execute(t, ex, reg, "text_summarize", `{"text": "One sentence only.", "max_sentences": 10}`, false)
 		require.NoError(t, err)
 		require.Nil(t, x.Error)
-		require.JSONEq(t, `{"summary": "One sentence only.", "compression_ratio": 1, "original_length": 18, "summary_length": 18}`, string(x.Result.Result))
+		require.JSONEq(t, `{"summary": "One sentence only.", "compression_ratio": 1, "original_length": 18, "summary_length": 18}`, string(x.Result.Output))
 	})
 
 	t.Run("extract_entities", func(t *testing.T) {
@@ -160,7 +163,7 @@ func TestExampleSkills(t *testing.T) {
 			Total  int            `json:"total_entities"`
 			Counts map[string]int `json:"entity_counts"`
 		}
-		require.NoError(t, json.Unmarshal(x.Result.Result, &out))
+		require.NoError(t, json.Unmarshal(x.Result.Output, &out))
 		found := map[string]string{}
 		for _, e := range out.Entities {
 			found[e.Text] = e.Type
@@ -178,7 +181,89 @@ func TestExampleSkills(t *testing.T) {
 		x, err = execute(t, ex, reg, "extract_entities", `{"text": "mail bob@example.org on 2024-02-03", "entity_types": ["EMAIL"]}`, false)
 		require.NoError(t, err)
 		require.JSONEq(t, `{"entities": [{"text": "bob@example.org", "type": "EMAIL", "start": 5, "end": 20, "confidence": 0.95}],
-			"total_entities": 1, "entity_counts": {"EMAIL": 1}}`, string(x.Result.Result))
+			"total_entities": 1, "entity_counts": {"EMAIL": 1}}`, string(x.Result.Output))
+	})
+}
+
+// compact_memory, the classic spec's memory skill, through the sandbox.
+func TestCompactMemory(t *testing.T) {
+	ex, _ := recordingExecutor(t)
+	reg := loadDir(t, ex, "examples")
+	var arts []map[string]any
+	for i := range 20 {
+		typ := "note"
+		if i%3 == 0 {
+			typ = "observation"
+		}
+		arts = append(arts, map[string]any{"id": fmt.Sprint("a", i), "type": typ, "importance": float64(i%5) / 4,
+			"content": fmt.Sprintf("Item %d was seen at the dock. The crane moved it twice that morning. Nobody signed for it.", i)})
+	}
+	arts = append(arts, arts[4]) // a duplicate
+	type result struct {
+		Compacted        []map[string]any `json:"compacted_artifacts"`
+		CompressionRatio float64          `json:"compression_ratio"`
+		OriginalCount    int              `json:"original_count"`
+		CompactedCount   int              `json:"compacted_count"`
+		OriginalTokens   int              `json:"original_tokens"`
+		CompactedTokens  int              `json:"compacted_tokens"`
+		StrategyUsed     string           `json:"strategy_used"`
+	}
+	run := func(t *testing.T, strategy string, maxTokens int, preserve []string) result {
+		in := map[string]any{"artifacts": arts, "strategy": strategy, "max_tokens": maxTokens}
+		if preserve != nil {
+			in["preserve_fields"] = preserve
+		}
+		args, _ := json.Marshal(in)
+		x, err := execute(t, ex, reg, "compact_memory", string(args), false)
+		require.NoError(t, err)
+		require.Nil(t, x.Error, "%+v\n%s", x.Error, x.Result.Stderr)
+		var out result
+		require.NoError(t, json.Unmarshal(x.Result.Output, &out))
+		require.Equal(t, strategy, out.StrategyUsed)
+		require.Equal(t, 21, out.OriginalCount)
+		require.Equal(t, len(out.Compacted), out.CompactedCount)
+		if preserve == nil { // preserved fields may not fit
+			require.LessOrEqual(t, out.CompactedTokens, maxTokens, "%s fits the budget", strategy)
+		}
+		require.InDelta(t, float64(out.CompactedTokens)/float64(out.OriginalTokens), out.CompressionRatio, 0.0001)
+		for _, a := range out.Compacted {
+			require.Regexp(t, `^a\d+$`, a["id"], "preserved fields are never changed")
+			require.Contains(t, []any{"note", "observation"}, a["type"])
+		}
+		return out
+	}
+	t.Run("truncate keeps the most recent", func(t *testing.T) {
+		out := run(t, "truncate", 300, nil)
+		require.Less(t, out.CompactedCount, 21)
+		require.Equal(t, "a4", out.Compacted[len(out.Compacted)-1]["id"], "the last artifact is kept")
+		require.Equal(t, arts[20]["content"], out.Compacted[len(out.Compacted)-1]["content"], "whole")
+	})
+	t.Run("summarize keeps every artifact", func(t *testing.T) {
+		out := run(t, "summarize", 600, nil)
+		require.Equal(t, 21, out.CompactedCount)
+		require.Less(t, len(out.Compacted[0]["content"].(string)), len(arts[0]["content"].(string)))
+	})
+	t.Run("merge joins neighbours and drops duplicates", func(t *testing.T) {
+		out := run(t, "merge", 100000, nil)
+		require.Equal(t, 14, out.CompactedCount, "20 artifacts in 14 runs of one type; the duplicate joins its run")
+		require.EqualValues(t, 2, out.Compacted[1]["merged_count"])
+		require.Contains(t, out.Compacted[1]["content"], "Item 2 was seen")
+	})
+	t.Run("intelligent drops the least important first", func(t *testing.T) {
+		out := run(t, "intelligent", 300, nil)
+		require.Less(t, out.CompactedCount, 20)
+		for _, a := range out.Compacted {
+			require.NotEqual(t, 0.0, a["importance"], "importance 0 goes first")
+		}
+	})
+	t.Run("preserve_fields", func(t *testing.T) {
+		out := run(t, "summarize", 300, []string{"id", "type", "content"})
+		require.Equal(t, arts[0]["content"], out.Compacted[0]["content"], "a preserved text is not cut")
+		require.Greater(t, out.CompactedTokens, 300, "even when the budget is not met")
+	})
+	t.Run("a budget already met changes nothing", func(t *testing.T) {
+		out := run(t, "intelligent", 100000, nil)
+		require.Equal(t, 20, out.CompactedCount, "only the duplicate goes")
 	})
 }
 
@@ -225,8 +310,8 @@ func TestExecuteOutcomes(t *testing.T) {
 		require.Equal(t, "/count", *x.Error.Pointer)
 		require.Contains(t, x.Error.Message, "want integer")
 		require.Equal(t, provenance.OutcomeInvalidOutput, x.Record.Outcome)
-		require.JSONEq(t, `{"count": "three"}`, string(x.Result.Result), "the bad output is still shown")
-		h, _ := provenance.Hash(x.Result.Result)
+		require.JSONEq(t, `{"count": "three"}`, string(x.Result.Output), "the bad output is still shown")
+		h, _ := provenance.Hash(x.Result.Output)
 		require.Equal(t, h, x.Record.OutputsHash)
 	})
 	t.Run("output not JSON", func(t *testing.T) {
@@ -360,7 +445,7 @@ func TestProvenanceRecord(t *testing.T) {
 	require.Equal(t, want, r.InputsHash)
 	require.Equal(t, r.OutputsHash, b.Record.OutputsHash)
 	require.NotEqual(t, r.OutputsHash, c.Record.OutputsHash)
-	out, _ := provenance.Hash(a.Result.Result)
+	out, _ := provenance.Hash(a.Result.Output)
 	require.Equal(t, out, r.OutputsHash)
 
 	// The store saw the record running before the run, complete after.
@@ -381,7 +466,7 @@ func TestExecRawCode(t *testing.T) {
 	x, err := ex.Exec(context.Background(), skills.ExecRequest{Code: "import sys\nsubmit_result({'n': len(sys.stdin.read()), 'argv': sys.argv[1:]})", Stdin: "abc", Args: []string{"z"}})
 	require.NoError(t, err)
 	require.Nil(t, x.Error)
-	require.JSONEq(t, `{"n": 3, "argv": ["z"]}`, string(x.Result.Result))
+	require.JSONEq(t, `{"n": 3, "argv": ["z"]}`, string(x.Result.Output))
 	require.Equal(t, "", x.Record.Skill)
 	require.Equal(t, provenance.KindExec, x.Record.Kind)
 	require.Equal(t, provenance.HashBytes([]byte("import sys\nsubmit_result({'n': len(sys.stdin.read()), 'argv': sys.argv[1:]})")), x.Record.CodeHash)
@@ -434,11 +519,71 @@ func TestGrantsPerSkill(t *testing.T) {
 			if !assert.NoError(t, err) || !assert.Nil(t, x.Error) {
 				return
 			}
-			assert.JSONEq(t, want[name], string(x.Result.Result), name)
+			assert.JSONEq(t, want[name], string(x.Result.Output), name)
 		}()
 	}
 	wg.Wait()
 
 	_, err := skills.NewExecutor(context.Background(), skills.ExecutorConfig{Sandbox: wasmpy.Config{Grants: []wasmpy.Capability{wasmpy.ReadFile}}})
 	require.ErrorIs(t, err, skills.ErrExecutorGrants)
+}
+
+// embed_text, the classic embeddings skill, against the fake server: the
+// skill carries external_call, so it loads only with an endpoint, and its
+// run is granted embed within the LLM budget.
+func TestEmbedText(t *testing.T) {
+	srv := llmtest.New(t)
+	ex, err := skills.NewExecutor(context.Background(), skills.ExecutorConfig{Sandbox: wasmpy.Config{
+		Interpreter: os.Getenv("WASMPY_INTERPRETER"), LLM: hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "m"},
+		LLMBudget: hostfuncs.LLMBudget{MaxTokens: 5}}})
+	require.NoError(t, err)
+	t.Cleanup(func() { ex.Close(context.Background()) })
+	requireCapabilities(t, ex)
+	reg, err := skills.LoadDir(context.Background(), "llm", skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: true})
+	require.NoError(t, err)
+	require.Empty(t, reg.Problems())
+	s, ok := reg.Get("embed_text")
+	require.True(t, ok)
+	require.Contains(t, s.Grants(), wasmpy.Embed)
+
+	x, err := execute(t, ex, reg, "embed_text", `{"text": "hello world", "normalize": false}`, false)
+	require.NoError(t, err)
+	require.Nil(t, x.Error, "%+v\n%s", x.Error, x.Result.Stderr)
+	var out struct {
+		Embedding  []float64 `json:"embedding"`
+		Dimension  int       `json:"dimension"`
+		ModelUsed  string    `json:"model_used"`
+		TextLength int       `json:"text_length"`
+	}
+	require.NoError(t, json.Unmarshal(x.Result.Output, &out))
+	require.Equal(t, llmtest.Embedding("hello world"), out.Embedding)
+	require.Equal(t, llmtest.EmbeddingDim, out.Dimension)
+	require.Equal(t, "default", out.ModelUsed)
+	require.Equal(t, 11, out.TextLength)
+	require.Equal(t, "embed", x.Record.HostCalls[0].Name, "provenance shows the call (tool_ids)")
+
+	x, err = execute(t, ex, reg, "embed_text", `{"text": "hello world", "model": "big"}`, false)
+	require.NoError(t, err)
+	require.Nil(t, x.Error)
+	require.NoError(t, json.Unmarshal(x.Result.Output, &out))
+	norm := 0.0
+	for _, v := range out.Embedding {
+		norm += v * v
+	}
+	require.InDelta(t, 1.0, norm, 1e-9, "normalized by default")
+	require.Equal(t, "big", out.ModelUsed)
+
+	// The budget (5 tokens) is per run: the runs above spent 2 each, and
+	// this one starts afresh (a call is checked before it is sent, and its
+	// tokens spent after).
+	x, err = execute(t, ex, reg, "embed_text", `{"text": "a b c d e"}`, false)
+	require.NoError(t, err)
+	require.Nil(t, x.Error)
+	require.Equal(t, 5, x.Result.LLM.TotalTokens)
+
+	// Without an endpoint the skill does not load.
+	reg, err = skills.LoadDir(context.Background(), "llm", skills.LoadOptions{Checker: ex.Checker()})
+	require.NoError(t, err)
+	require.Len(t, reg.Problems(), 1)
+	require.Contains(t, reg.Problems()[0].Reason, "external_call: refused")
 }

@@ -58,7 +58,7 @@ func FuzzLoad(f *testing.F) {
 		for _, s := range reg.Skills() {
 			require.Equal(t, "root/fuzzed", s.Dir)
 			require.True(t, json.Valid(s.InputSchema) && json.Valid(s.OutputSchema))
-			_, err := json.Marshal(s.Info())
+			_, err := json.Marshal(testExecutor(t).Describe(s))
 			require.NoError(t, err)
 			for _, a := range []string{args, `{}`} {
 				hash, err := s.Check(skills.Request{Args: json.RawMessage(a)})

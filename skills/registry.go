@@ -163,7 +163,8 @@ func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Registry, erro
 }
 
 // StartDir starts loading the skills in the subdirectories of dir; see
-// Start.
+// Start. A dir that holds a skill.yaml is taken for one skill and loaded
+// alone.
 func StartDir(ctx context.Context, dir string, opts LoadOptions) (*Registry, error) {
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -172,10 +173,36 @@ func StartDir(ctx context.Context, dir string, opts LoadOptions) (*Registry, err
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("skills: %s is not a directory", dir)
 	}
+	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
+		// dir is a skill itself, not the directory of skills: load it alone.
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("skills: %w", err)
+		}
+		parent := filepath.Dir(abs)
+		if opts.Root == "" {
+			opts.Root = parent
+		}
+		return Start(ctx, oneDir{os.DirFS(parent), filepath.Base(abs)}, opts)
+	}
 	if opts.Root == "" {
 		opts.Root = dir
 	}
 	return Start(ctx, os.DirFS(dir), opts)
+}
+
+// oneDir is fsys with only one of its top-level directories listed.
+type oneDir struct {
+	fs.FS
+	name string
+}
+
+func (o oneDir) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := fs.ReadDir(o.FS, name)
+	if name != "." || err != nil {
+		return entries, err
+	}
+	return slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return e.Name() != o.name }), nil
 }
 
 // Load loads every skill in the top-level directories of fsys (directories
@@ -296,12 +323,27 @@ func (l *loader) readManifest(dir string) candidate {
 	var m manifest
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(&m); err != nil {
-		if errors.Is(err, io.EOF) {
-			c.fail(l, ManifestFile, "empty")
-		} else {
-			c.fail(l, ManifestFile, "%s", yamlReason(err))
+	err = dec.Decode(&m)
+	var te *yaml.TypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		c.fail(l, ManifestFile, "empty")
+		return c
+	case errors.As(err, &te):
+		// yaml.v3 decodes what it can past type errors: report those and
+		// every other problem at once, not one per round of fixing.
+		problems, fields := yamlTypeProblems(raw, te.Errors)
+		for _, p := range problems {
+			c.fail(l, ManifestFile, "%s", p)
 		}
+		for _, reason := range m.check(c.skill, l.opts) {
+			if !concerns(reason, fields) {
+				c.fail(l, ManifestFile, "%s", reason)
+			}
+		}
+		return c
+	case err != nil:
+		c.fail(l, ManifestFile, "%s", strings.TrimPrefix(flatten(err.Error()), "yaml: "))
 		return c
 	}
 	c.decoded = true
@@ -459,15 +501,6 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// yamlReason turns yaml's multi-line errors into one line.
-func yamlReason(err error) string {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return strings.Join(te.Errors, "; ")
-	}
-	return strings.TrimPrefix(flatten(err.Error()), "yaml: ")
 }
 
 func flatten(s string) string {

@@ -76,7 +76,7 @@ func TestLoadExamples(t *testing.T) {
 			for _, s := range reg.Skills() {
 				names = append(names, s.Name)
 			}
-			require.Equal(t, []string{"extract_entities", "text_summarize"}, names)
+			require.Equal(t, []string{"compact_memory", "extract_entities", "text_summarize"}, names)
 			s, ok := reg.Get("text_summarize")
 			require.True(t, ok)
 			require.Equal(t, "1.0.0", s.Version)
@@ -85,7 +85,7 @@ func TestLoadExamples(t *testing.T) {
 			require.Equal(t, provenance.HashBytes([]byte(s.Source)), s.CodeHash)
 			require.False(t, s.NeedsApproval())
 			require.Equal(t, []wasmpy.Capability{wasmpy.SubmitResult}, s.Grants())
-			info := s.Info()
+			info := testExecutor(t).Describe(s)
 			require.Equal(t, int64(10000), info.Limits.TimeoutMS)
 			require.Equal(t, uint64(128<<20), info.Limits.MemoryBytes)
 		})
@@ -111,8 +111,8 @@ func TestLoadBrokenSkills(t *testing.T) {
 		{"no skill.yaml", func(f map[string]string) { delete(f, "skill.yaml") }, "skill.yaml", "missing"},
 		{"empty skill.yaml", set("skill.yaml", ""), "skill.yaml", "empty"},
 		{"yaml syntax", set("skill.yaml", "name: [unclosed\n"), "skill.yaml", "line"},
-		{"unknown field", yaml("handler:", "colour: red\nhandler:"), "skill.yaml", "field colour not found"},
-		{"wrong type", yaml("safety_flags: [none]", "safety_flags: [none]\nrequires_approval: [1]"), "skill.yaml", "cannot unmarshal"},
+		{"unknown field", yaml("handler:", "colour: red\nhandler:"), "skill.yaml", "colour: unknown field (the fields are name,"},
+		{"wrong type", yaml("safety_flags: [none]", "safety_flags: [none]\nrequires_approval: [1]"), "skill.yaml", "requires_approval: want true or false, got a list"},
 		{"missing name", yaml("name: broken\n", ""), "skill.yaml", "name: missing"},
 		{"bad name", yaml("name: broken", "name: Bad Name"), "skill.yaml", `name "Bad Name"`},
 		{"not semver", yaml("version: 1.0.0", "version: 1.0"), "skill.yaml", "not a semantic version"},
@@ -132,7 +132,7 @@ func TestLoadBrokenSkills(t *testing.T) {
 		{"fuel past the meter", yaml("safety_flags", "limits: {fuel: 18446744073709551615}\nsafety_flags"), "skill.yaml", "limits.fuel 18446744073709551615: at most 9223372036854775807"},
 		{"requires what no set has", yaml("safety_flags", "requires: ['numpy>=1.26']\nsafety_flags"), "skill.yaml",
 			`requires: requirement "numpy>=1.26": the sandbox mounts no package set`},
-		{"negative fuel", yaml("safety_flags", "limits: {fuel: -1}\nsafety_flags"), "skill.yaml", "cannot unmarshal"},
+		{"negative fuel", yaml("safety_flags", "limits: {fuel: -1}\nsafety_flags"), "skill.yaml", "limits.fuel: want a whole number, 0 or more, got a number (-1)"},
 		{"no schema.json", func(f map[string]string) { delete(f, "schema.json") }, "schema.json", "missing"},
 		{"schema not JSON", set("schema.json", "{input:"), "schema.json", "not a JSON object"},
 		{"schema without output", set("schema.json", `{"input": {"type": "object"}}`), "schema.json", "output: missing"},
@@ -189,7 +189,7 @@ func TestLoadRequiresStdlib(t *testing.T) {
 	require.Empty(t, reg.Problems())
 	s, ok := reg.Get("s")
 	require.True(t, ok)
-	require.Equal(t, []string{"json"}, s.Info().Requires)
+	require.Equal(t, []string{"json"}, testExecutor(t).Describe(s).Requires)
 }
 
 func TestLoadPropertyNotAParameter(t *testing.T) {
@@ -230,7 +230,7 @@ func TestLoadFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, reg.Problems())
 	ext, _ := reg.Get("ext")
-	require.Equal(t, []wasmpy.Capability{wasmpy.AskLLM, wasmpy.ListFiles, wasmpy.ReadFile, wasmpy.SearchFiles, wasmpy.SubmitResult, wasmpy.WriteFile}, ext.Grants())
+	require.Equal(t, []wasmpy.Capability{wasmpy.AskLLM, wasmpy.Embed, wasmpy.ListFiles, wasmpy.ReadFile, wasmpy.SearchFiles, wasmpy.SubmitResult, wasmpy.WriteFile}, ext.Grants())
 	require.False(t, ext.NeedsApproval())
 	a, _ := reg.Get("approve")
 	require.True(t, a.NeedsApproval())

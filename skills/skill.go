@@ -19,7 +19,7 @@ import (
 const (
 	FlagNone          = "none"           // pure compute: the skill is granted submit_result only
 	FlagPIIRisk       = "pii_risk"       // inputs or outputs may hold personal data (informational)
-	FlagExternalCall  = "external_call"  // calls ask_llm; loads only where an LLM endpoint is configured
+	FlagExternalCall  = "external_call"  // calls ask_llm or embed; loads only where an LLM endpoint is configured
 	FlagSideEffect    = "side_effect"    // acts on the world: every run needs an approval
 	FlagFileSystem    = "file_system"    // uses the workspace (read_file, write_file, ...), an in-memory overlay
 	FlagNetworkAccess = "network_access" // needs the network, which the sandbox never grants: refused at load
@@ -72,11 +72,11 @@ func (s *Skill) NeedsApproval() bool {
 }
 
 // Grants lists the capabilities a run of the skill is given: submit_result,
-// plus ask_llm for external_call and the workspace for file_system.
+// plus ask_llm and embed for external_call and the workspace for file_system.
 func (s *Skill) Grants() []wasmpy.Capability {
 	g := []wasmpy.Capability{wasmpy.SubmitResult}
 	if slices.Contains(s.SafetyFlags, FlagExternalCall) {
-		g = append(g, wasmpy.AskLLM)
+		g = append(g, wasmpy.AskLLM, wasmpy.Embed)
 	}
 	if slices.Contains(s.SafetyFlags, FlagFileSystem) {
 		g = append(g, wasmpy.ReadFile, wasmpy.WriteFile, wasmpy.ListFiles, wasmpy.SearchFiles)
@@ -96,23 +96,24 @@ func (s *Skill) ValidateOutput(out json.RawMessage) ([]Violation, error) {
 }
 
 // Info is the public description of a skill, as GET /skills/{name} and
-// `wasmpy skill show` give it.
+// `wasmpy skill show` give it (Executor.Describe).
 type Info struct {
-	Name             string              `json:"name"`
-	Version          string              `json:"version"`
-	Description      string              `json:"description"`
-	Handler          string              `json:"handler"`
-	SafetyFlags      []string            `json:"safety_flags"`
+	Name        string   `json:"name"`
+	Version     string   `json:"version"`
+	Description string   `json:"description"`
+	Handler     string   `json:"handler"`
+	SafetyFlags []string `json:"safety_flags"`
+	// RequiresApproval is whether a run needs an explicit approval:
+	// requires_approval in skill.yaml, or the side_effect flag.
 	RequiresApproval bool                `json:"requires_approval"`
-	NeedsApproval    bool                `json:"needs_approval"`
 	Tags             []string            `json:"tags"`
 	Requires         []string            `json:"requires"`
-	Limits           LimitsInfo          `json:"limits"`
+	Limits           LimitsInfo          `json:"limits"` // as runs get them: defaults filled in
 	Grants           []wasmpy.Capability `json:"grants"`
 	CodeHash         string              `json:"code_hash"`
 }
 
-// LimitsInfo is Limits as JSON; a zero field means the default.
+// LimitsInfo is Limits as JSON.
 type LimitsInfo struct {
 	TimeoutMS   int64  `json:"timeout_ms"`
 	MemoryBytes uint64 `json:"memory_bytes"`
@@ -124,8 +125,8 @@ func limitsInfo(l wasmpy.Limits) LimitsInfo {
 	return LimitsInfo{TimeoutMS: l.Timeout.Milliseconds(), MemoryBytes: l.Memory, OutputBytes: l.Output, Fuel: l.Fuel}
 }
 
-// Info describes the skill.
-func (s *Skill) Info() Info {
+// info describes the skill, with the limits its runs get.
+func (s *Skill) info(limits wasmpy.Limits) Info {
 	tags, requires := s.Tags, s.Requires
 	if tags == nil {
 		tags = []string{}
@@ -135,8 +136,8 @@ func (s *Skill) Info() Info {
 	}
 	return Info{
 		Name: s.Name, Version: s.Version, Description: s.Description, Handler: s.Handler,
-		SafetyFlags: s.SafetyFlags, RequiresApproval: s.RequiresApproval, NeedsApproval: s.NeedsApproval(),
-		Tags: tags, Requires: requires, Limits: limitsInfo(s.Limits), Grants: s.Grants(), CodeHash: s.CodeHash,
+		SafetyFlags: s.SafetyFlags, RequiresApproval: s.NeedsApproval(),
+		Tags: tags, Requires: requires, Limits: limitsInfo(limits), Grants: s.Grants(), CodeHash: s.CodeHash,
 	}
 }
 

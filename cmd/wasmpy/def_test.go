@@ -39,7 +39,7 @@ func TestDefJSONAndRetry(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	require.Equal(t, "mean", got["function"])
 	require.Equal(t, 3.0, got["value"])
-	require.Equal(t, 3.0, got["result"])
+	require.Equal(t, 3.0, got["output"])
 	require.Equal(t, "def mean(xs: list) -> float:\n    \"\"\"Args:\n        xs (list):\n\n    Returns:\n        float: The result.\n    \"\"\"\n    return sum(xs) / len(xs)\n", got["code"])
 	require.Equal(t, true, got["ok"])
 	quality := got["quality"].(map[string]any)

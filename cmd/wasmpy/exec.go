@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
 )
 
 const maxInput = 64 << 20 // the most code wasmpy reads
@@ -54,6 +55,8 @@ func execFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the whole result"},
 		&cli.StringFlag{Name: "stdin", Value: "-", Usage: "the script's stdin: `FILE`, or - for wasmpy's own, streamed"},
 		&cli.StringFlag{Name: "session", Usage: "run as the next turn of the session saved in `FILE`, and save it back (a new one if FILE does not exist)"},
+		&cli.BoolFlag{Name: "record", EnvVars: []string{"WASMPY_RECORD"}, Usage: "keep a provenance record of the run (kind exec) in --db, as the service does for every run"},
+		dbFlag,
 		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in), none, or names such as read_file,submit_result"},
 		interpreterFlag, cacheFlag,
 	}
@@ -110,9 +113,26 @@ func execAction(c *cli.Context) error {
 			job.Stdout, job.Stdin = term.promptWriter(job.Stdout), term.lineReader()
 		}
 	}
+	var rec *recording
+	if c.Bool("record") {
+		kind := provenance.KindExec
+		if sess != nil {
+			kind = provenance.KindSession // a turn of a session saved in a file
+		}
+		if rec, err = startRecording(c, sb, cfg, kind, job); err != nil {
+			return err
+		}
+		defer rec.close()
+	}
 	res, stop, err := runWithSignals(c.Context, runJob, &job, term, sigs)
 	if out != nil {
 		out.Flush()
+	}
+	if rec != nil {
+		if ferr := rec.finish(c.Context, res, err); ferr != nil {
+			return ferr
+		}
+		fmt.Fprintf(c.App.ErrWriter, "wasmpy: provenance: %s\n", rec.rec.ExecutionID)
 	}
 	if err != nil {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
@@ -296,9 +316,9 @@ func report(c *cli.Context, res *wasmpy.Result, atLineStart bool) error {
 			newline()
 			fmt.Fprintf(ew, "wasmpy: %s\n", clean(e.Message))
 		}
-		if len(res.Result) > 0 && string(res.Result) != "null" {
+		if len(res.Output) > 0 && string(res.Output) != "null" {
 			newline()
-			fmt.Fprintf(ew, "wasmpy: submit_result: %s\n", clean(string(res.Result)))
+			fmt.Fprintf(ew, "wasmpy: submit_result: %s\n", clean(string(res.Output)))
 		}
 	}
 	if res.ExitCode != 0 {

@@ -93,10 +93,10 @@ func TestExecGrants(t *testing.T) {
 	code, out, errOut := wasmpyCLI(t, "", "exec", "--json", "-c", "write_file('a.txt', 'x'); submit_result(read_file('a.txt'))")
 	require.Equal(t, 0, code, errOut)
 	var res struct {
-		Result json.RawMessage `json:"result"`
+		Output json.RawMessage `json:"output"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	require.Equal(t, `"x"`, string(res.Result))
+	require.Equal(t, `"x"`, string(res.Output))
 
 	code, _, errOut = wasmpyCLI(t, "", "exec", "--grant", "none", "-c", "submit_result(1)")
 	require.Equal(t, 1, code)

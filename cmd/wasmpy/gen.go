@@ -83,7 +83,7 @@ func genAction(c *cli.Context) error {
 	w := c.App.Writer
 	io.WriteString(w, rep.Result.Stdout)
 	io.WriteString(c.App.ErrWriter, rep.Result.Stderr)
-	if submitted := rep.Result.Result; len(submitted) > 0 && string(submitted) != "null" {
+	if submitted := rep.Result.Output; len(submitted) > 0 && string(submitted) != "null" {
 		if c.Bool("show-code") {
 			io.WriteString(w, "# --- result ---\n")
 		}

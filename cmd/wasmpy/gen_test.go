@@ -45,11 +45,11 @@ func TestGenJSON(t *testing.T) {
 	var got map[string]any
 	require.NoError(t, dec.Decode(&got))
 	require.False(t, dec.More(), "exactly one JSON object on stdout")
-	for _, key := range []string{"exit_code", "stdout", "stderr", "result", "error", "duration_ms", "host_calls", "files", "llm"} {
+	for _, key := range []string{"exit_code", "stdout", "stderr", "output", "error", "duration_ms", "host_calls", "files", "llm"} {
 		require.Contains(t, got, key, "exec --json's field %s", key)
 	}
 	require.Equal(t, "working\n", got["stdout"])
-	require.Equal(t, map[string]any{"pi": 3.14}, got["result"])
+	require.Equal(t, map[string]any{"pi": 3.14}, got["output"])
 	require.Equal(t, "print('working')\n"+genGood+"\n", got["code"])
 	require.Equal(t, false, got["cached"])
 	attempts := got["attempts"].([]any)

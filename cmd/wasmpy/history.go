@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +19,8 @@ import (
 
 func filterFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "skill", Usage: "only this skill's executions (- for raw code from POST /exec)"},
+		&cli.StringFlag{Name: "kind", Usage: "only runs of this kind: skill, exec, session"},
+		&cli.StringFlag{Name: "skill", Usage: "only this skill's executions (- for runs without a skill)"},
 		&cli.StringFlag{Name: "since", Usage: "only executions started since `WHEN`: a duration (24h, 7d) or a time (2025-01-31, RFC 3339)"},
 		dbFlag, jsonFlag,
 	}
@@ -45,7 +47,7 @@ func historyCommand() *cli.Command {
 func statsCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "stats",
-		Usage:  "success rate, p50/p95 duration and outcome counts per skill",
+		Usage:  "success rate, p50/p95/p99 duration and outcome counts per kind and skill",
 		Flags:  filterFlags(),
 		Action: statsAction,
 	}
@@ -53,7 +55,7 @@ func statsCommand() *cli.Command {
 
 // filter reads the filter flags.
 func filter(c *cli.Context) (provenance.Filter, error) {
-	f := provenance.Filter{Skill: c.String("skill"), Outcome: c.String("outcome"), ActorID: c.String("actor"), Limit: c.Int("limit")}
+	f := provenance.Filter{Kind: c.String("kind"), Skill: c.String("skill"), Outcome: c.String("outcome"), ActorID: c.String("actor"), Limit: c.Int("limit")}
 	if c.Int("limit") < 0 {
 		return f, usageErr("--limit must not be negative")
 	}
@@ -118,14 +120,14 @@ func historyList(c *cli.Context) error {
 		return writeIndented(c.App.Writer, recs)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tEXECUTION ID\tSKILL\tVERSION\tOUTCOME\tDURATION\tACTOR")
+	fmt.Fprintln(tw, "STARTED\tEXECUTION ID\tKIND\tSKILL\tVERSION\tOUTCOME\tDURATION\tACTOR")
 	for _, r := range recs {
 		actor := clean(r.ActorID)
 		if r.ActorType != "" {
 			actor += " (" + clean(r.ActorType) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05"), clean(r.ExecutionID),
-			clean(skillName(r.Skill)), clean(r.Version), clean(r.Outcome), ms(r.DurationMS), actor)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05"), clean(r.ExecutionID),
+			clean(r.Kind), clean(skillName(r.Skill)), clean(r.Version), clean(r.Outcome), ms(r.DurationMS), actor)
 	}
 	return tw.Flush()
 }
@@ -147,14 +149,25 @@ func historyShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if !provenance.ValidID(id) {
-		return usageErr("history show: %q is not an execution id (a UUID such as 3f2c...-...)", id)
+	if !provenance.ValidID(id) && !idPrefixRE.MatchString(id) {
+		return usageErr("history show: %q is not an execution id (a UUID such as 3f2c...-..., or its first 4 characters or more)", id)
 	}
 	st, err := openStore(c)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if !provenance.ValidID(id) { // a prefix: it must name one execution
+		recs, err := st.List(c.Context, provenance.Filter{IDPrefix: id, Limit: 2})
+		switch {
+		case err != nil:
+			return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		case len(recs) > 1:
+			return usageErr("history show: %s names more than one execution; give more of the id", id)
+		case len(recs) == 1:
+			id = recs[0].ExecutionID
+		}
+	}
 	r, err := st.Get(c.Context, id)
 	if err != nil {
 		if errors.Is(err, provenance.ErrNotFound) {
@@ -168,6 +181,9 @@ func historyShow(c *cli.Context) error {
 	printRecord(c.App.Writer, r)
 	return nil
 }
+
+// idPrefixRE is the start of an execution id, 4 characters or more.
+var idPrefixRE = regexp.MustCompile(`^[0-9a-f]{4}[0-9a-f-]{0,31}$`)
 
 func printRecord(w io.Writer, r *provenance.Record) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -190,6 +206,7 @@ func printRecord(w io.Writer, r *provenance.Record) {
 	l := r.Limits
 	for _, kv := range [][2]string{
 		{"execution_id", r.ExecutionID},
+		{"kind", r.Kind},
 		{"skill", skillName(r.Skill) + " " + r.Version},
 		{"actor", r.ActorID + " (" + r.ActorType + ")"},
 		{"approved", fmt.Sprint(r.Approved)},
@@ -225,14 +242,15 @@ func statsAction(c *cli.Context) error {
 		return writeIndented(c.App.Writer, stats)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SKILL\tRUNS\tSUCCESS\tP50\tP95\tOUTCOMES")
+	fmt.Fprintln(tw, "KIND\tSKILL\tRUNS\tSUCCESS\tP50\tP95\tP99\tOUTCOMES")
 	for _, s := range stats {
 		var outs []string
 		for o, n := range s.Outcomes {
 			outs = append(outs, fmt.Sprintf("%s=%d", o, n))
 		}
 		sort.Strings(outs)
-		fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%s\t%s\t%s\n", clean(skillName(s.Skill)), s.Total, 100*s.SuccessRate, ms(s.P50MS), ms(s.P95MS), clean(strings.Join(outs, " ")))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%%\t%s\t%s\t%s\t%s\n", clean(s.Kind), clean(skillName(s.Skill)), s.Total, 100*s.SuccessRate,
+			ms(s.P50MS), ms(s.P95MS), ms(s.P99MS), clean(strings.Join(outs, " ")))
 	}
 	return tw.Flush()
 }

@@ -30,8 +30,8 @@ func TestHistoryAndStats(t *testing.T) {
 
 	code, out, errOut := wasmpyCLI(t, "", "history", "--db", db)
 	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, `STARTED\s+EXECUTION ID\s+SKILL\s+VERSION\s+OUTCOME\s+DURATION\s+ACTOR`, out)
-	require.Regexp(t, `(?m)^\S+ \S+\s+[0-9a-f-]{36}\s+bad_output\s+1\.0\.0\s+invalid_output\s+\S+ms\s+tester \(cli\)$`, out)
+	require.Regexp(t, `STARTED\s+EXECUTION ID\s+KIND\s+SKILL\s+VERSION\s+OUTCOME\s+DURATION\s+ACTOR`, out)
+	require.Regexp(t, `(?m)^\S+ \S+\s+[0-9a-f-]{36}\s+skill\s+bad_output\s+1\.0\.0\s+invalid_output\s+\S+ms\s+tester \(cli\)$`, out)
 	require.Len(t, regexp.MustCompile(`(?m)\s+echo\s+0\.1\.0\s+ok\s`).FindAllString(out, -1), 2)
 
 	code, out, _ = wasmpyCLI(t, "", "history", "--db", db, "--json", "--skill", "echo", "--limit", "1")
@@ -59,11 +59,43 @@ func TestHistoryAndStats(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rec))
 	require.Equal(t, recs[0], rec)
 
+	// A unique prefix of the id is enough; one that is not unique is refused.
+	code, out, errOut = wasmpyCLI(t, "", "history", "show", "--db", db, id[:8])
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "execution_id:  "+id)
+	require.Contains(t, out, "kind:          skill")
+	code, _, errOut = wasmpyCLI(t, "", "history", "show", "--db", db, id[:4]+"x")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "not an execution id")
+	st, err := stores.Open(context.Background(), db)
+	require.NoError(t, err)
+	for _, twin := range []string{"abcd0000-0000-4000-8000-000000000001", "abcd0000-0000-4000-8000-000000000002"} {
+		require.NoError(t, st.Begin(context.Background(), &provenance.Record{ExecutionID: twin, Kind: provenance.KindExec,
+			Outcome: provenance.OutcomeRunning, StartedAt: time.Now().UTC(), HostCalls: []provenance.HostCall{}}))
+	}
+	require.NoError(t, st.Close())
+	code, _, errOut = wasmpyCLI(t, "", "history", "show", "--db", db, "abcd0000")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "abcd0000 names more than one execution")
+	code, out, errOut = wasmpyCLI(t, "", "history", "show", "--db", db, "abcd0000-0000-4000-8000-0000000000")
+	require.Equal(t, exitUsage, code, out)
+
+	// --kind filters.
+	code, out, _ = wasmpyCLI(t, "", "history", "--db", db, "--json", "--kind", "exec")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &recs))
+	require.Len(t, recs, 2)
+	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db, "--json", "--kind", "skill")
+	require.Equal(t, 0, code)
+	var kinds []provenance.Stats
+	require.NoError(t, json.Unmarshal([]byte(out), &kinds))
+	require.Len(t, kinds, 2, "bad_output and echo, not the exec records")
+
 	code, out, errOut = wasmpyCLI(t, "", "stats", "--db", db)
 	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, `SKILL\s+RUNS\s+SUCCESS\s+P50\s+P95\s+OUTCOMES`, out)
-	require.Regexp(t, `(?m)^bad_output\s+1\s+0\.0%\s+\S+\s+\S+\s+invalid_output=1$`, out)
-	require.Regexp(t, `(?m)^echo\s+2\s+100\.0%\s+\S+ms\s+\S+ms\s+ok=2$`, out)
+	require.Regexp(t, `KIND\s+SKILL\s+RUNS\s+SUCCESS\s+P50\s+P95\s+P99\s+OUTCOMES`, out)
+	require.Regexp(t, `(?m)^skill\s+bad_output\s+1\s+0\.0%\s+\S+\s+\S+\s+\S+\s+invalid_output=1$`, out)
+	require.Regexp(t, `(?m)^skill\s+echo\s+2\s+100\.0%\s+\S+ms\s+\S+ms\s+\S+ms\s+ok=2$`, out)
 	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db, "--json", "--skill", "echo")
 	require.Equal(t, 0, code)
 	var stats []provenance.Stats
@@ -160,5 +192,45 @@ func TestHistorySurvivesKill(t *testing.T) {
 
 	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db)
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^spin\s+1\s+0\.0%\s+-\s+-\s+interrupted=1$`, out)
+	require.Regexp(t, `(?m)^skill\s+spin\s+1\s+0\.0%\s+-\s+-\s+-\s+interrupted=1$`, out)
+}
+
+// exec --record keeps a record of kind exec, which history and stats show
+// by kind; without the flag nothing is recorded.
+func TestExecRecord(t *testing.T) {
+	requireCapabilities(t)
+	db := filepath.Join(t.TempDir(), "p.db")
+	code, _, errOut := wasmpyCLI(t, "", "exec", "--db", db, "-c", "print(1)")
+	require.Equal(t, 0, code, errOut)
+	require.NoFileExists(t, db, "off by default")
+
+	code, out, errOut := wasmpyCLI(t, "", "exec", "--record", "--db", db, "-c", "import sys\nsubmit_result(sys.argv[1:])", "a")
+	require.Equal(t, 0, code, errOut)
+	require.Empty(t, out)
+	m := regexp.MustCompile(`wasmpy: provenance: ([0-9a-f-]{36})\n`).FindStringSubmatch(errOut)
+	require.NotNil(t, m, errOut)
+	code, _, _ = wasmpyCLI(t, "", "exec", "--record", "--db", db, "-c", "1/0")
+	require.Equal(t, 1, code)
+
+	code, out, _ = wasmpyCLI(t, "", "history", "show", "--json", "--db", db, m[1])
+	require.Equal(t, 0, code)
+	var rec provenance.Record
+	require.NoError(t, json.Unmarshal([]byte(out), &rec))
+	require.Equal(t, provenance.KindExec, rec.Kind)
+	require.Equal(t, provenance.OutcomeOK, rec.Outcome)
+	require.Equal(t, provenance.HashBytes([]byte("import sys\nsubmit_result(sys.argv[1:])")), rec.CodeHash)
+	h, _ := provenance.Hash([]byte(`{"args": ["a"]}`))
+	require.Equal(t, h, rec.InputsHash)
+	h, _ = provenance.Hash([]byte(`["a"]`))
+	require.Equal(t, h, rec.OutputsHash)
+	require.Equal(t, "cli", rec.ActorType)
+
+	code, out, _ = wasmpyCLI(t, "", "stats", "--json", "--db", db, "--kind", "exec")
+	require.Equal(t, 0, code)
+	var stats []provenance.Stats
+	require.NoError(t, json.Unmarshal([]byte(out), &stats))
+	require.Len(t, stats, 1)
+	require.Equal(t, 2, stats[0].Total)
+	require.Equal(t, 0.5, stats[0].SuccessRate)
+	require.Equal(t, map[string]int{"ok": 1, "exception": 1}, stats[0].Outcomes)
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -29,8 +30,9 @@ func serveCommand() *cli.Command {
 			"--timeout, --memory and --fuel are the defaults of skills that set none, and the\n" +
 			"ceilings of POST /exec (off unless --enable-exec). SIGINT or SIGTERM shuts down\n" +
 			"gracefully: /health/ready fails for --drain-delay, then runs in progress finish (up to\n" +
-			"--shutdown-timeout). --db postgres://... shares the store between replicas.",
-		Flags: append(append([]cli.Flag{
+			"--shutdown-timeout). --db postgres://... shares the store between replicas. Every flag\n" +
+			"can also be set from the environment: --max-body from $WASMPY_MAX_BODY, and so on.",
+		Flags: withEnv(append(append([]cli.Flag{
 			skillsFlag, dbFlag,
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8002", Usage: "`HOST:PORT` to listen on"},
 			&cli.StringFlag{Name: "tokens-file", EnvVars: []string{"WASMPY_TOKENS_FILE"}, Usage: "`FILE` of bearer tokens, one per line (# comments)"},
@@ -43,7 +45,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "mcp", Usage: "serve MCP (streamable HTTP) at /mcp, behind the same tokens"},
 			&cli.StringFlag{Name: "log-format", Value: "json", Usage: "json or text"},
 			interpreterFlag, cacheFlag,
-		}, admissionFlags()...), append(limitFlags(), llmFlags()...)...),
+		}, admissionFlags()...), append(limitFlags(), llmFlags()...)...)),
 		Action: serveAction,
 	}
 }
@@ -117,12 +119,16 @@ func serveAction(c *cli.Context) error {
 			log.Warn("skipped a broken skill", "path", p.Path, "skill", p.Skill, "reason", p.Reason)
 		}
 		log.Info("skills loaded", "skills", len(reg.Skills()), "broken", len(reg.Problems()), "seconds", time.Since(start).Seconds())
+		if len(reg.Skills()) == 0 {
+			log.Warn("no skill loaded: /health says degraded; --skills names the directory that holds skill directories", "skills", c.String("skills"))
+		}
 	}()
 	if ex.Interpreter().Kind != assets.Wasmpy {
 		log.Warn("skills need the wasmpy interpreter build for submit_result; with this one every run fails (make interpreter)",
 			"interpreter", ex.Interpreter().Kind)
 	}
-	scfg := service.Config{
+	version, _ := buildVersion()
+	scfg := service.Config{Version: version,
 		Registry: reg, Executor: ex, Admission: adm, Tokens: tokens, MaxBodyBytes: int64(maxBody),
 		EnableExec: c.Bool("enable-exec"), ExecLimits: lim, Logger: log, Store: st, DrainDelay: c.Duration("drain-delay"),
 	}
@@ -168,6 +174,48 @@ func admission(c *cli.Context) (*skills.Admission, error) {
 	}
 	return skills.NewAdmission(skills.AdmissionConfig{
 		MaxConcurrent: c.Int("max-concurrent"), MaxQueue: c.Int("max-queue"), RequestTimeout: c.Duration("request-timeout")})
+}
+
+// withEnv gives every flag an environment variable, WASMPY_ and its name in
+// upper case with _ for - (--max-body: WASMPY_MAX_BODY), besides any it
+// has, as a container or a unit file sets a service up. Flags shared with
+// other commands are copied, so only serve reads the new variables.
+func withEnv(flags []cli.Flag) []cli.Flag {
+	out := make([]cli.Flag, len(flags))
+	for i, f := range flags {
+		env := "WASMPY_" + strings.ToUpper(strings.ReplaceAll(f.Names()[0], "-", "_"))
+		add := func(have []string) []string {
+			if slices.Contains(have, env) {
+				return have
+			}
+			return append([]string{env}, have...)
+		}
+		switch f := f.(type) {
+		case *cli.StringFlag:
+			g := *f
+			g.EnvVars = add(f.EnvVars)
+			out[i] = &g
+		case *cli.IntFlag:
+			g := *f
+			g.EnvVars = add(f.EnvVars)
+			out[i] = &g
+		case *cli.BoolFlag:
+			g := *f
+			g.EnvVars = add(f.EnvVars)
+			out[i] = &g
+		case *cli.DurationFlag:
+			g := *f
+			g.EnvVars = add(f.EnvVars)
+			out[i] = &g
+		case *cli.StringSliceFlag:
+			g := *f
+			g.EnvVars = add(f.EnvVars)
+			out[i] = &g
+		default:
+			panic(fmt.Sprintf("withEnv: flag --%s of type %T", f.Names()[0], f))
+		}
+	}
+	return out
 }
 
 // readTokens reads bearer tokens from a file (one per line, # comments) and

@@ -141,10 +141,10 @@ func TestServeExecAndDefaults(t *testing.T) {
 	url, _, stop := serveCLI(t, "--db", filepath.Join(t.TempDir(), "p.db"), "--enable-exec", "--timeout", "2s", "--log-format", "json")
 	code, body := httpDo(t, "GET", url+"/skills", "")
 	require.Equal(t, 200, code)
-	require.Len(t, body["skills"], 2, "the built-in examples")
+	require.Len(t, body["skills"], 3, "the built-in examples")
 	code, body = httpDo(t, "POST", url+"/exec", `{"code": "submit_result(6 * 7)"}`)
 	require.Equal(t, 200, code, "%v", body)
-	require.EqualValues(t, 42, body["result"].(map[string]any)["result"])
+	require.EqualValues(t, 42, body["output"])
 	require.EqualValues(t, 2000, body["provenance"].(map[string]any)["limits"].(map[string]any)["timeout_ms"])
 	code, _ = httpDo(t, "POST", url+"/exec", `{"code": "1", "limits": {"timeout_ms": 5000}}`)
 	require.Equal(t, 400, code, "--timeout caps /exec")
@@ -219,4 +219,44 @@ func TestServeAnswersWhileSkillsLoad(t *testing.T) {
 	require.Equal(t, 0, stop())
 	require.Contains(t, logs.String(), "took longer than 1s (the limit per skill)")
 	require.Contains(t, logs.String(), "output: nested deeper than 64 levels")
+}
+
+// Every serve flag has its WASMPY_ variable, and serve reads them.
+func TestServeFlagsFromEnv(t *testing.T) {
+	for _, f := range serveCommand().Flags {
+		name := f.Names()[0]
+		env := "WASMPY_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		require.Contains(t, f.(interface{ GetEnvVars() []string }).GetEnvVars(), env, "--%s", name)
+	}
+	for _, f := range execCommand().Flags {
+		if f.Names()[0] == "timeout" {
+			require.Empty(t, f.(interface{ GetEnvVars() []string }).GetEnvVars(), "exec's --timeout is not serve's")
+		}
+	}
+
+	requireCapabilities(t)
+	t.Setenv("WASMPY_ENABLE_EXEC", "true")
+	t.Setenv("WASMPY_TIMEOUT", "3s")
+	t.Setenv("WASMPY_DB", filepath.Join(t.TempDir(), "p.db"))
+	url, _, _ := serveCLI(t)
+	code, body := httpDo(t, "POST", url+"/exec", `{"code": "submit_result(1)"}`)
+	require.Equal(t, 200, code, "%v", body)
+	require.EqualValues(t, 3000, body["provenance"].(map[string]any)["limits"].(map[string]any)["timeout_ms"])
+}
+
+// A client of the classic spec runs against `wasmpy serve`: the skill in
+// the body, the output as "result", the classic provenance names.
+func TestServeClassicExecute(t *testing.T) {
+	requireCapabilities(t)
+	url, _, _ := serveCLI(t, "--db", filepath.Join(t.TempDir(), "p.db"))
+	code, body := httpDo(t, "POST", url+"/skills/execute", `{"skill": "text_summarize", "args": {"text": "Cats purr. Dogs bark."}, "actor_id": "a", "actor_type": "agent"}`)
+	require.Equal(t, 200, code, "%v", body)
+	require.Contains(t, body["result"].(map[string]any)["summary"], "Cats")
+	prov := body["provenance"].(map[string]any)
+	require.Equal(t, "text_summarize", prov["skill_name"])
+	require.Equal(t, true, prov["success"])
+	code, body = httpDo(t, "GET", url+"/", "")
+	require.Equal(t, 200, code)
+	require.Equal(t, "wasmpy", body["name"])
+	require.NotEmpty(t, body["version"])
 }

@@ -66,7 +66,7 @@ func loadWithSignals(c *cli.Context, cfg wasmpy.Config, sigs <-chan os.Signal) (
 
 // notRun is the result of a run stopped before it began.
 func notRun(status int, why string) *wasmpy.Result {
-	return &wasmpy.Result{ExitCode: status, Result: json.RawMessage("null"),
+	return &wasmpy.Result{ExitCode: status, Output: json.RawMessage("null"),
 		Error:     &wasmpy.Error{Kind: wasmpy.KindInterrupted, Message: why},
 		HostCalls: []wasmpy.HostCall{}, Files: []workspace.FileChange{}, Packages: []wasmpy.PackageSet{}}
 }

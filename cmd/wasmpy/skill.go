@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
 	"github.com/wasmpy/wasmpy/skills"
 )
@@ -133,6 +132,9 @@ func warnProblems(w io.Writer, reg *skills.Registry) {
 	for _, p := range reg.Problems() {
 		fmt.Fprintf(w, "wasmpy: skipped a broken skill: %s\n", clean(p.String()))
 	}
+	if len(reg.Skills()) == 0 && len(reg.Problems()) == 0 {
+		fmt.Fprintf(w, "wasmpy: warning: no skill found: --skills wants a skill's directory (with %s) or the directory that holds them\n", skills.ManifestFile)
+	}
 }
 
 func skillList(c *cli.Context) error {
@@ -149,7 +151,7 @@ func skillList(c *cli.Context) error {
 	if c.Bool("json") {
 		infos := []skills.Info{}
 		for _, s := range reg.Skills() {
-			infos = append(infos, s.Info())
+			infos = append(infos, ex.Describe(s))
 		}
 		return writeIndented(c.App.Writer, infos)
 	}
@@ -209,7 +211,7 @@ func skillShow(c *cli.Context) error {
 		Dir    string          `json:"dir"`
 		Input  json.RawMessage `json:"input_schema"`
 		Output json.RawMessage `json:"output_schema"`
-	}{s.Info(), s.Dir, s.InputSchema, s.OutputSchema})
+	}{ex.Describe(s), s.Dir, s.InputSchema, s.OutputSchema})
 }
 
 // findSkill loads the --skills registry and returns the skill called name.
@@ -255,7 +257,7 @@ func skillValidate(c *cli.Context) error {
 	if c.Bool("json") {
 		ok := []skills.Info{}
 		for _, s := range reg.Skills() {
-			ok = append(ok, s.Info())
+			ok = append(ok, ex.Describe(s))
 		}
 		probs := reg.Problems()
 		if probs == nil {
@@ -274,6 +276,9 @@ func skillValidate(c *cli.Context) error {
 	}
 	if n := len(reg.Problems()); n > 0 {
 		return &exitError{code: 1, msg: fmt.Sprintf("%d problem(s) in %s", n, dir)}
+	}
+	if len(reg.Skills()) == 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("no skill in %s: give a skill's directory (with %s) or the directory that holds them", dir, skills.ManifestFile)}
 	}
 	return nil
 }
@@ -319,18 +324,16 @@ func skillRun(c *cli.Context) error {
 	}
 	w, ew := c.App.Writer, c.App.ErrWriter
 	if c.Bool("json") {
-		if err := writeIndented(w, struct {
-			Error      *skills.Error      `json:"error,omitempty"`
-			Result     *wasmpy.Result     `json:"result"`
-			Provenance *provenance.Record `json:"provenance"`
-		}{x.Error, x.Result, x.Record}); err != nil {
+		if err := writeIndented(w, x); err != nil {
 			return err
 		}
 	} else {
+		// The handler's prints go to stderr: stdout is its output, as JSON.
+		io.WriteString(ew, cleanText(x.Result.Stdout))
 		io.WriteString(ew, cleanText(x.Result.Stderr))
 		if x.Error == nil {
 			var out any
-			json.Unmarshal(x.Result.Result, &out)
+			json.Unmarshal(x.Result.Output, &out)
 			if err := writeIndented(w, out); err != nil {
 				return err
 			}

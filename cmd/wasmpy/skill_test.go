@@ -57,7 +57,7 @@ func TestSkillList(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &infos))
 	require.Len(t, infos, 5)
 	require.Equal(t, "needs_approval", infos[2].Name)
-	require.True(t, infos[2].NeedsApproval)
+	require.True(t, infos[2].RequiresApproval)
 }
 
 func TestSkillShow(t *testing.T) {
@@ -71,7 +71,7 @@ func TestSkillShow(t *testing.T) {
 
 	code, _, errOut = wasmpyCLI(t, "", "skill", "show", "nope")
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, errOut, `no skill "nope" (have: extract_entities, text_summarize)`)
+	require.Contains(t, errOut, `no skill "nope" (have: compact_memory, extract_entities, text_summarize)`)
 }
 
 func TestSkillValidate(t *testing.T) {
@@ -123,14 +123,17 @@ func TestSkillRun(t *testing.T) {
 	code, out, errOut = wasmpyCLI(t, "", "skill", "run", "echo", "--skills", testSkills, "--db", db, "--json", "--actor-id", "ci", "--args", `{"message": "x"}`)
 	require.Equal(t, 0, code, errOut)
 	var full struct {
-		Result     map[string]any    `json:"result"`
+		Output     map[string]any    `json:"output"`
+		Run        map[string]any    `json:"run"`
 		Provenance provenance.Record `json:"provenance"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &full))
 	require.Equal(t, "ok", full.Provenance.Outcome)
 	require.Equal(t, "ci", full.Provenance.ActorID)
 	require.Equal(t, "cli", full.Provenance.ActorType)
-	require.NotNil(t, full.Result["result"])
+	require.Equal(t, "x", full.Output["echo"].(map[string]any)["message"])
+	require.NotContains(t, full.Run, "output", "the output is shown once, at the top")
+	require.Contains(t, full.Run, "stdout")
 
 	// Arguments from a file and from stdin.
 	argsFile := writeScript(t, "args.json", `{"message": "from a file"}`)
@@ -200,4 +203,32 @@ func TestSkillHostileInputs(t *testing.T) {
 		"--args", `{"message": "x"}`, "--actor-id", "agent\nFAKE LINE")
 	require.Equal(t, exitUsage, code, errOut)
 	require.Contains(t, errOut, `actor_id: only printable characters and spaces, got '\n' at byte 5`)
+}
+
+// skill validate on a directory with no skill says so and fails; on a
+// skill's own directory it validates that skill.
+func TestSkillValidateWhereNoSkill(t *testing.T) {
+	code, _, errOut := wasmpyCLI(t, "", "skill", "validate", t.TempDir())
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "no skill in ")
+	require.Contains(t, errOut, "give a skill's directory (with skill.yaml) or the directory that holds them")
+
+	code, out, errOut := wasmpyCLI(t, "", "skill", "validate", filepath.Join(testSkills, "echo"))
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "ok      echo ")
+}
+
+// skill run shows what the handler prints, on stderr: stdout is its output.
+func TestSkillRunShowsPrints(t *testing.T) {
+	requireCapabilities(t)
+	dir := t.TempDir()
+	skill := filepath.Join(dir, "p")
+	require.NoError(t, os.MkdirAll(skill, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(skill, "skill.yaml"), []byte("name: p\nversion: 1.0.0\ndescription: prints\nhandler: handler.run\nsafety_flags: [none]\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(skill, "schema.json"), []byte(`{"input": {"type": "object", "additionalProperties": false}, "output": {}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(skill, "handler.py"), []byte("def run():\n    print('hello from the handler')\n    return 7\n"), 0o644))
+	code, out, errOut := wasmpyCLI(t, "", "skill", "run", "p", "--skills", dir, "--db", filepath.Join(dir, "p.db"))
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "7\n", out)
+	require.Contains(t, errOut, "hello from the handler\n")
 }

@@ -10,6 +10,23 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 )
 
+// buildVersion is wasmpy's module version ("(devel)" for a build from a
+// checkout) and the VCS commit it was built from, if known.
+func buildVersion() (version, commit string) {
+	version = "(devel)"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Version != "" {
+			version = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	return version, commit
+}
+
 // printVersion is `wasmpy --version`: wasmpy's own version and the
 // interpreters it would run, with the SHA-256 each was verified against.
 func printVersion(c *cli.Context) error {
@@ -35,16 +52,9 @@ func printVersion(c *cli.Context) error {
 
 // wasmpyVersion is this build's module version, and its commit when known.
 func wasmpyVersion() string {
-	version, commit := "(devel)", ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if info.Main.Version != "" {
-			version = info.Main.Version
-		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				commit = " commit " + s.Value
-			}
-		}
+	version, commit := buildVersion()
+	if commit != "" {
+		return version + " commit " + commit
 	}
-	return version + commit
+	return version
 }

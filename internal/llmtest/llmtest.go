@@ -8,6 +8,9 @@
 //
 // Usage is reported as word counts (strings.Fields) of the request messages
 // and the reply, unless a Reply says otherwise.
+//
+// POST /v1/embeddings answers without a script: each input's embedding is
+// Embedding(text), deterministic, and usage counts the inputs' words.
 package llmtest
 
 import (
@@ -124,6 +127,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/embeddings" {
+		s.mu.Unlock()
+		s.embeddings(w, body)
+		return
+	}
 	served := r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions"
 	var reply Reply
 	ok := served && len(s.replies) > 0
@@ -133,7 +141,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	if !served {
-		writeError(w, http.StatusNotFound, "llmtest: only POST /v1/chat/completions is served")
+		writeError(w, http.StatusNotFound, "llmtest: only POST /v1/chat/completions and /v1/embeddings are served")
 		return
 	}
 	if !ok {
@@ -197,6 +205,48 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(resp)
+}
+
+// EmbeddingDim is the length of the fake's embeddings.
+const EmbeddingDim = 8
+
+// Embedding is the fake's embedding of text: its bytes counted by value
+// modulo EmbeddingDim, so equal texts embed equally, and different ones
+// usually do not. It is not normalized.
+func Embedding(text string) []float64 {
+	v := make([]float64, EmbeddingDim)
+	for _, b := range []byte(text) {
+		v[int(b)%EmbeddingDim]++
+	}
+	return v
+}
+
+func (s *Server) embeddings(w http.ResponseWriter, body []byte) {
+	var req struct {
+		Model string          `json:"model"`
+		Input json.RawMessage `json:"input"`
+	}
+	var inputs []string
+	if json.Unmarshal(body, &req) != nil || json.Unmarshal(req.Input, &inputs) != nil {
+		var one string
+		if json.Unmarshal(req.Input, &one) != nil {
+			writeError(w, http.StatusBadRequest, "llmtest: input must be a string or a list of strings")
+			return
+		}
+		inputs = []string{one}
+	}
+	model := req.Model
+	if model == "" {
+		model = "llmtest-embed"
+	}
+	data, words := []map[string]any{}, 0
+	for i, text := range inputs {
+		data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": Embedding(text)})
+		words += len(strings.Fields(text))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"object": "list", "model": model, "data": data,
+		"usage": map[string]any{"prompt_tokens": words, "total_tokens": words}})
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

@@ -42,7 +42,7 @@ class Client:
         except urllib.error.HTTPError as e:
             doc = decode(e.read(), e.code)
             err = doc.get("error") if isinstance(doc.get("error"), dict) else {}
-            if isinstance(doc.get("result"), dict) and doc["result"].get("error"):
+            if isinstance(doc.get("run"), dict) and doc["run"].get("error"):
                 # The run failed: the body carries the run and its provenance.
                 return doc
             code = str(err.get("code", "http_%d" % e.code))
@@ -171,9 +171,12 @@ def limits_body(limits: Limits) -> Dict[str, Any]:
 
 
 def run_result(doc: Dict[str, Any], check: bool) -> Result:
-    record = doc.get("result")
-    if not isinstance(record, dict):
+    # The answer is {"output", "run", "provenance"}: the run without a second
+    # copy of the output, which the record puts back.
+    run = doc.get("run")
+    if not isinstance(run, dict):
         raise WasmpyError("the service's answer holds no run", doc)
+    record = dict(run, output=doc.get("output"))
     result = Result.from_record(record, doc.get("provenance"))
     if check:
         result.raise_for_error()

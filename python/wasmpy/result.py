@@ -30,8 +30,7 @@ class Result:
 
     @classmethod
     def from_record(cls, record: Dict[str, Any], provenance: Optional[Dict[str, Any]] = None) -> "Result":
-        # The submitted value is "output" in newer records, "result" in older ones.
-        output = record["output"] if "output" in record else record.get("result")
+        output = record.get("output")
         return cls(
             stdout=record.get("stdout") or "",
             stderr=record.get("stderr") or "",
@@ -61,5 +60,5 @@ def run_error(result: Result) -> RunError:
         message = "%s: %s" % (err["type"], message)
     record = dict(result.record)
     if result.provenance is not None:
-        record = {"result": result.record, "provenance": result.provenance}
+        record = {"output": result.output, "run": result.record, "provenance": result.provenance}
     return cls(message, record, result)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -59,16 +57,18 @@ var statusOf = map[string]int{
 	CodeNotReady:                http.StatusServiceUnavailable,
 }
 
-// errorBody is every error response: {"error": {...}}, maybe with the run.
+// errorBody is an error response without a run: {"error": {...}}.
 type errorBody struct {
-	Error      *skills.Error      `json:"error"`
-	Result     *wasmpy.Result     `json:"result,omitempty"`
-	Provenance *provenance.Record `json:"provenance,omitempty"`
+	Error *skills.Error `json:"error"`
 }
 
-// failedRun is a run that went wrong, as an error: the execution carries
-// the run and its provenance, which the error response includes.
-type failedRun struct{ x *skills.Execution }
+// failedRun is a run that went wrong, as an error: its answer (the
+// execution, or the route's shape of it) carries "error" beside the run
+// and its provenance.
+type failedRun struct {
+	x      *skills.Execution
+	answer any
+}
 
 func (f *failedRun) Error() string { return f.x.Error.Error() }
 
@@ -103,11 +103,12 @@ func (s *Service) writeJSON(w http.ResponseWriter, status int, v any) {
 // failure, logged, its cause not sent).
 func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var body errorBody
+	var answer any
 	var fr *failedRun
 	var se *skills.Error
 	switch {
 	case errors.As(err, &fr):
-		body = errorBody{Error: fr.x.Error, Result: fr.x.Result, Provenance: fr.x.Record}
+		body, answer = errorBody{Error: fr.x.Error}, fr.answer
 	case errors.As(err, &se):
 		if se.Code == skills.CodeApprovalRequired {
 			hinted := *se
@@ -127,5 +128,8 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if body.Error.Code == CodeBusy || body.Error.Code == CodeLoading {
 		w.Header().Set("Retry-After", "1")
 	}
-	s.writeJSON(w, status, body)
+	if answer == nil {
+		answer = body
+	}
+	s.writeJSON(w, status, answer)
 }

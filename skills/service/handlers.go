@@ -14,18 +14,30 @@ import (
 	"github.com/wasmpy/wasmpy/skills"
 )
 
+// healthInfo is GET /health's answer.
+type healthInfo struct {
+	Status        string                 `json:"status"` // ok, or degraded: no skill loaded and none loading
+	Skills        int                    `json:"skills"`
+	BrokenSkills  int                    `json:"broken_skills"`
+	LoadingSkills int                    `json:"loading_skills"`
+	Interpreter   wasmpy.InterpreterInfo `json:"interpreter"`
+	InFlight      int                    `json:"in_flight"`
+	Queued        int                    `json:"queued"`
+	UptimeSeconds int                    `json:"uptime_seconds"`
+}
+
+// health answers 200 while the process serves; status is "degraded" when
+// no skill is loaded and none is still loading: nothing can be executed.
 func (s *Service) health(w http.ResponseWriter, r *http.Request) error {
 	st := s.adm.Stats()
-	s.writeJSON(w, http.StatusOK, map[string]any{
-		"status":         "ok",
-		"skills":         len(s.cfg.Registry.Skills()),
-		"broken_skills":  len(s.cfg.Registry.Problems()),
-		"loading_skills": len(s.cfg.Registry.Pending()),
-		"interpreter":    s.cfg.Executor.Interpreter(),
-		"in_flight":      st.InFlight,
-		"queued":         st.Queued,
-		"uptime_seconds": int(time.Since(s.started).Seconds()),
-	})
+	n, pending := len(s.cfg.Registry.Skills()), len(s.cfg.Registry.Pending())
+	status := "ok"
+	if n == 0 && pending == 0 {
+		status = "degraded"
+	}
+	s.writeJSON(w, http.StatusOK, healthInfo{Status: status, Skills: n, BrokenSkills: len(s.cfg.Registry.Problems()),
+		LoadingSkills: pending, Interpreter: s.cfg.Executor.Interpreter(), InFlight: st.InFlight, Queued: st.Queued,
+		UptimeSeconds: int(time.Since(s.started).Seconds())})
 	return nil
 }
 
@@ -33,6 +45,11 @@ func (s *Service) health(w http.ResponseWriter, r *http.Request) error {
 const readyTimeout = 2 * time.Second
 
 // ready answers whether a balancer should send this replica traffic.
+// readyInfo is GET /health/ready's answer when this replica takes traffic.
+type readyInfo struct {
+	Status string `json:"status"` // ready
+}
+
 func (s *Service) ready(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case s.draining.Load():
@@ -48,21 +65,21 @@ func (s *Service) ready(w http.ResponseWriter, r *http.Request) error {
 			return fail(CodeNotReady, "the store does not answer")
 		}
 	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"status": "ready"})
+	s.writeJSON(w, http.StatusOK, readyInfo{Status: "ready"})
 	return nil
 }
 
 func (s *Service) listSkills(w http.ResponseWriter, r *http.Request) error {
-	list := []skills.Info{}
-	for _, sk := range s.cfg.Registry.Skills() {
-		list = append(list, sk.Info())
-	}
-	s.writeJSON(w, http.StatusOK, map[string]any{"skills": list})
+	s.writeJSON(w, http.StatusOK, s.skillList())
 	return nil
 }
 
+// skill finds the skill the path names.
 func (s *Service) skill(r *http.Request) (*skills.Skill, error) {
-	name := r.PathValue("name")
+	return s.skillNamed(r, r.PathValue("name"))
+}
+
+func (s *Service) skillNamed(r *http.Request, name string) (*skills.Skill, error) {
 	info(r).skill = name
 	sk, ok := s.cfg.Registry.Get(name)
 	switch {
@@ -79,8 +96,14 @@ func (s *Service) getSkill(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, sk.Info())
+	s.writeJSON(w, http.StatusOK, s.describe(sk))
 	return nil
+}
+
+// schemaPair is GET /skills/{name}/schema's answer: the skill's JSON Schemas.
+type schemaPair struct {
+	Input  json.RawMessage `json:"input"`
+	Output json.RawMessage `json:"output"`
 }
 
 func (s *Service) getSchema(w http.ResponseWriter, r *http.Request) error {
@@ -88,7 +111,7 @@ func (s *Service) getSchema(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, map[string]json.RawMessage{"input": sk.InputSchema, "output": sk.OutputSchema})
+	s.writeJSON(w, http.StatusOK, schemaPair{Input: sk.InputSchema, Output: sk.OutputSchema})
 	return nil
 }
 
@@ -102,16 +125,8 @@ func (s *Service) getExecution(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info(r).executionID = id
-	s.writeJSON(w, http.StatusOK, rec)
+	s.writeJSON(w, http.StatusOK, skills.ClassicRecord(rec))
 	return nil
-}
-
-// runResponse is a run's answer: {"result", "provenance"}, and "error" when
-// it failed.
-type runResponse struct {
-	Error      *skills.Error      `json:"error,omitempty"`
-	Result     *wasmpy.Result     `json:"result"`
-	Provenance *provenance.Record `json:"provenance"`
 }
 
 func (s *Service) execute(w http.ResponseWriter, r *http.Request) error {
@@ -123,11 +138,16 @@ func (s *Service) execute(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeBody(w, r, &body); err != nil {
 		return err
 	}
-	req := skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved}
+	return s.executeSkill(w, r, sk, skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved}, nil)
+}
+
+// executeSkill checks req before taking a run slot, then runs it; answer,
+// when set, shapes the answer from the execution (else the execution itself).
+func (s *Service) executeSkill(w http.ResponseWriter, r *http.Request, sk *skills.Skill, req skills.Request, answer func(*skills.Execution) any) error {
 	if _, err := sk.Check(req); err != nil {
 		return err
 	}
-	return s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Execute(ctx, sk, req) })
+	return s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Execute(ctx, sk, req) }, answer)
 }
 
 func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
@@ -151,14 +171,15 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 		req.Stdout, req.Stderr, w = events.stream("stdout"), events.stream("stderr"), events
 	}
 	// The stream, once started, takes the error as its last event.
-	if err := s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, req) }); err != nil {
+	if err := s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, req) }, nil); err != nil {
 		s.writeError(w, r, err)
 	}
 	return nil
 }
 
-// run runs do through admission control and answers with the execution.
-func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Context) (*skills.Execution, error)) error {
+// run runs do through admission control and answers with the execution,
+// or with what answer makes of it.
+func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Context) (*skills.Execution, error), answer func(*skills.Execution) any) error {
 	var timeout time.Duration
 	if h := r.Header.Get(RequestTimeoutHeader); h != "" {
 		ms, err := strconv.ParseInt(h, 10, 64)
@@ -178,9 +199,13 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Co
 	ri := info(r)
 	ri.executionID, ri.outcome = x.Record.ExecutionID, x.Record.Outcome
 	w.Header().Set("X-Execution-Id", x.Record.ExecutionID)
-	if x.Error != nil {
-		return &failedRun{x}
+	var body any = x
+	if answer != nil {
+		body = answer(x)
 	}
-	s.writeJSON(w, http.StatusOK, runResponse{Result: x.Result, Provenance: x.Record})
+	if x.Error != nil {
+		return &failedRun{x: x, answer: body}
+	}
+	s.writeJSON(w, http.StatusOK, body)
 	return nil
 }

@@ -5,11 +5,15 @@
 //	GET  /skills                     the loaded skills
 //	GET  /skills/{name}              one skill
 //	GET  /skills/{name}/schema       its input and output JSON Schemas
-//	POST /skills/{name}/execute      {"args", "actor_id", "actor_type", "approved"} → {"result", "provenance"}
+//	POST /skills/{name}/execute      {"args", "actor_id", "actor_type", "approved"} → {"output", "run", "provenance"}
 //	GET  /executions/{id}            a provenance record
 //	POST /exec                       raw code, only with Config.EnableExec
 //	/sessions...                     Python state across turns, with POST /exec (see sessions.go)
 //	GET  /metrics                    Prometheus text format
+//	GET  /openapi.json               the OpenAPI 3.1 document of every route
+//	GET  /                           the classic routes: name, version, links
+//	GET  /skills/list                the skills, as GET /skills
+//	POST /skills/execute             {"skill", "args", "actor_id", "actor_type"} → {"result": the output, "provenance"}
 //	     /mcp                        the MCP server, with Config.MCP (streamable HTTP)
 //
 // Every error is JSON, {"error": {"code": ..., "message": ...}}, with a
@@ -86,6 +90,8 @@ type Config struct {
 	EnableExec bool
 	// ExecLimits bound POST /exec runs; a request may ask for less.
 	ExecLimits wasmpy.Limits
+	// Version is wasmpy's version, for GET / and the OpenAPI document.
+	Version string
 	// Logger gets one line per request, with the execution id; nil logs nothing.
 	Logger *slog.Logger
 }
@@ -100,6 +106,9 @@ type Service struct {
 	metrics  *metrics
 	started  time.Time
 	draining atomic.Bool
+	// patterns are the routes registered, each documented in apiRoutes.
+	patterns []string
+	openapi  map[string]any
 }
 
 // New checks cfg and builds the service.
@@ -130,20 +139,27 @@ func New(cfg Config) (*Service, error) {
 		}
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", s.handle(s.health))
-	mux.HandleFunc("GET /health/ready", s.handle(s.ready))
-	mux.HandleFunc("GET /skills", s.handle(s.listSkills))
-	mux.HandleFunc("GET /skills/{name}", s.handle(s.getSkill))
-	mux.HandleFunc("GET /skills/{name}/schema", s.handle(s.getSchema))
-	mux.HandleFunc("POST /skills/{name}/execute", s.handle(s.execute))
-	mux.HandleFunc("GET /executions/{id}", s.handle(s.getExecution))
-	mux.HandleFunc("POST /exec", s.handle(s.exec))
-	mux.HandleFunc("POST /sessions", s.handle(s.newSession))
-	mux.HandleFunc("GET /sessions/{id}", s.handle(s.getSession))
-	mux.HandleFunc("POST /sessions/{id}/exec", s.handle(s.sessionExec))
-	mux.HandleFunc("POST /sessions/{id}/fork", s.handle(s.forkSession))
-	mux.HandleFunc("DELETE /sessions/{id}", s.handle(s.deleteSession))
-	mux.HandleFunc("GET /metrics", s.handle(s.serveMetrics))
+	route := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		mux.HandleFunc(pattern, s.handle(h))
+		s.patterns = append(s.patterns, pattern)
+	}
+	route("GET /health", s.health)
+	route("GET /health/ready", s.ready)
+	route("GET /skills", s.listSkills)
+	route("GET /skills/{name}", s.getSkill)
+	route("GET /skills/{name}/schema", s.getSchema)
+	route("POST /skills/{name}/execute", s.execute)
+	route("GET /executions/{id}", s.getExecution)
+	route("POST /exec", s.exec)
+	route("POST /sessions", s.newSession)
+	route("GET /sessions/{id}", s.getSession)
+	route("POST /sessions/{id}/exec", s.sessionExec)
+	route("POST /sessions/{id}/fork", s.forkSession)
+	route("DELETE /sessions/{id}", s.deleteSession)
+	route("GET /metrics", s.serveMetrics)
+	route("GET /openapi.json", s.serveOpenAPI)
+	s.classicRoutes(route)
+	s.openapi = openAPI(cfg.Version, apiRoutes)
 	if cfg.MCP != nil {
 		mux.Handle("/mcp", cfg.MCP)
 	}

@@ -167,7 +167,7 @@ func TestEndpoints(t *testing.T) {
 	r := s.do(t, "GET", "/health", "")
 	require.Equal(t, 200, r.status)
 	require.Equal(t, "ok", r.body["status"])
-	require.EqualValues(t, 9, r.body["skills"])
+	require.EqualValues(t, 10, r.body["skills"])
 	require.Equal(t, "wasmpy", r.body["interpreter"].(map[string]any)["kind"])
 
 	r = s.do(t, "GET", "/skills", "")
@@ -176,7 +176,7 @@ func TestEndpoints(t *testing.T) {
 	for _, sk := range r.body["skills"].([]any) {
 		names = append(names, sk.(map[string]any)["name"].(string))
 	}
-	require.Equal(t, []string{"bad_output", "boom", "echo", "extract_entities", "needs_approval", "not_json", "slow", "spin", "text_summarize"}, names)
+	require.Equal(t, []string{"bad_output", "boom", "compact_memory", "echo", "extract_entities", "needs_approval", "not_json", "slow", "spin", "text_summarize"}, names)
 
 	r = s.do(t, "GET", "/skills/text_summarize", "")
 	require.Equal(t, 200, r.status)
@@ -191,9 +191,10 @@ func TestEndpoints(t *testing.T) {
 
 	r = s.do(t, "POST", "/skills/echo/execute", `{"args": {"message": "hi"}, "actor_id": "agent-7", "actor_type": "agent"}`)
 	require.Equal(t, 200, r.status, r.raw)
-	res := r.body["result"].(map[string]any)
-	require.Equal(t, map[string]any{"echo": map[string]any{"message": "hi", "count": 1.0}, "keys": 2.0}, res["result"])
-	require.Nil(t, res["error"])
+	require.Equal(t, map[string]any{"echo": map[string]any{"message": "hi", "count": 1.0}, "keys": 2.0}, r.body["output"])
+	require.Nil(t, r.body["error"])
+	require.Nil(t, r.body["run"].(map[string]any)["error"])
+	require.NotContains(t, r.body["run"], "output", "the output is shown once, at the top")
 	prov := r.body["provenance"].(map[string]any)
 	id := prov["execution_id"].(string)
 	require.Equal(t, id, r.header.Get("X-Execution-Id"))
@@ -208,7 +209,7 @@ func TestEndpoints(t *testing.T) {
 
 	r = s.do(t, "POST", "/skills/text_summarize/execute", `{"args": {"text": "Cats purr. Cats sleep a lot. Dogs bark. Cats and dogs play."}}`)
 	require.Equal(t, 200, r.status, r.raw)
-	require.Contains(t, r.body["result"].(map[string]any)["result"].(map[string]any)["summary"], "Cats")
+	require.Contains(t, r.body["output"].(map[string]any)["summary"], "Cats")
 
 	r = s.do(t, "GET", "/metrics", "")
 	require.Equal(t, 200, r.status)
@@ -290,9 +291,9 @@ func TestExecEndpoint(t *testing.T) {
 	s := startServer(t, func(c *service.Config) { c.EnableExec = true })
 	r := s.do(t, "POST", "/exec", `{"code": "import sys\nprint('out')\nsubmit_result({'stdin': sys.stdin.read(), 'argv': sys.argv[1:]})", "stdin": "in", "args": ["a"], "actor_id": "me"}`)
 	require.Equal(t, 200, r.status, r.raw)
-	res := r.body["result"].(map[string]any)
+	res := r.body["run"].(map[string]any)
 	require.Equal(t, "out\n", res["stdout"])
-	require.Equal(t, map[string]any{"stdin": "in", "argv": []any{"a"}}, res["result"])
+	require.Equal(t, map[string]any{"stdin": "in", "argv": []any{"a"}}, r.body["output"])
 	prov := r.body["provenance"].(map[string]any)
 	require.Equal(t, "", prov["skill"])
 	require.Equal(t, "me", prov["actor_id"])
@@ -438,14 +439,14 @@ func TestExecStream(t *testing.T) {
 	require.Equal(t, "result", names[len(names)-1])
 	require.Equal(t, map[string]string{"stdout": "one\n", "stderr": "two\n"}, text)
 	var final struct {
-		Result struct {
-			Stdout string          `json:"stdout"`
-			Result json.RawMessage `json:"result"`
-		} `json:"result"`
+		Output json.RawMessage `json:"output"`
+		Run    struct {
+			Stdout string `json:"stdout"`
+		} `json:"run"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(last), &final))
-	require.Equal(t, "one\n", final.Result.Stdout)
-	require.Equal(t, "3", string(final.Result.Result))
+	require.Equal(t, "one\n", final.Run.Stdout)
+	require.Equal(t, "3", string(final.Output))
 
 	r = s.do(t, "POST", "/exec", `{"code": "print('x')\n1/0"}`, "Accept", "text/event-stream")
 	require.Equal(t, 200, r.status)

@@ -14,7 +14,7 @@ import (
 // other token gets 404, as for a session that does not exist.
 //
 //	POST   /sessions                 → 201 {"session_id", "turns", "state_hash", ...}
-//	POST   /sessions/{id}/exec       as POST /exec, one turn: {"result", "provenance"}
+//	POST   /sessions/{id}/exec       as POST /exec, one turn: {"output", "run", "provenance"}
 //	GET    /sessions/{id}            → {"session_id", "turns", ...}
 //	POST   /sessions/{id}/fork       → 201, a new session from this one's state
 //	DELETE /sessions/{id}            → 204
@@ -121,7 +121,7 @@ func (s *Service) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	err = s.run(w, r, func(ctx context.Context) (*skills.Execution, error) {
 		x, err := s.cfg.Executor.SessionExec(ctx, id, owner, req)
 		return x, sessionErr(r, err)
-	})
+	}, nil)
 	if err != nil {
 		s.writeError(w, r, err) // the stream, once started, takes it as its last event
 	}

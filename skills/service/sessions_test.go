@@ -97,10 +97,10 @@ func TestSessionsEndpoints(t *testing.T) {
 	require.EqualValues(t, 2, r.body["turns"])
 	r = s.do(t, "POST", "/sessions/"+id+"/exec", `{"code": "print(x, json.dumps(read_file('a.txt')))"}`, alice...)
 	require.Equal(t, 200, r.status, r.raw)
-	require.Equal(t, "42 \"kept\"\n", r.body["result"].(map[string]any)["stdout"])
+	require.Equal(t, "42 \"kept\"\n", r.body["run"].(map[string]any)["stdout"])
 	require.EqualValues(t, 3, r.body["provenance"].(map[string]any)["turn"])
 	r = s.do(t, "POST", "/sessions/"+fork+"/exec", `{"code": "print(x)"}`, alice...)
-	require.Equal(t, "fork\n", r.body["result"].(map[string]any)["stdout"])
+	require.Equal(t, "fork\n", r.body["run"].(map[string]any)["stdout"])
 
 	// Every turn is in the provenance record, with its states.
 	recs, err := s.store.List(context.Background(), provenance.Filter{SessionID: id})

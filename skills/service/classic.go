@@ -1,0 +1,97 @@
+package service
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/wasmpy/wasmpy/skills"
+)
+
+// The classic Code Executor routes, so a client written to that spec runs
+// unchanged: GET / (discovery), GET /skills/list, and POST /skills/execute
+// with the skill named in the body, answering {"result": <the output>,
+// "provenance"}. GET /health, GET /skills/{id} and GET /skills/{id}/schema
+// are shared with our own routes. Errors are the service's, with their
+// stable codes.
+func (s *Service) classicRoutes(route func(string, func(http.ResponseWriter, *http.Request) error)) {
+	route("GET /{$}", s.root)
+	route("GET /skills/list", s.classicList)
+	route("POST /skills/execute", s.classicExecute)
+}
+
+// rootInfo is GET /'s answer.
+type rootInfo struct {
+	Name    string            `json:"name"`
+	Version string            `json:"version"`
+	Links   map[string]string `json:"links"`
+}
+
+func (s *Service) root(w http.ResponseWriter, r *http.Request) error {
+	s.writeJSON(w, http.StatusOK, rootInfo{Name: "wasmpy", Version: s.cfg.Version, Links: map[string]string{
+		"health": "/health", "skills": "/skills", "skills_list": "/skills/list", "execute": "/skills/execute",
+		"executions": "/executions/{id}", "metrics": "/metrics", "openapi": "/openapi.json",
+	}})
+	return nil
+}
+
+// skillList is GET /skills and GET /skills/list's answer.
+type skillList struct {
+	Skills []skills.Info `json:"skills"`
+	Count  int           `json:"count"`
+}
+
+func (s *Service) skillList() skillList {
+	list := skillList{Skills: []skills.Info{}}
+	for _, sk := range s.cfg.Registry.Skills() {
+		list.Skills = append(list.Skills, s.describe(sk))
+	}
+	list.Count = len(list.Skills)
+	return list
+}
+
+func (s *Service) describe(sk *skills.Skill) skills.Info { return s.cfg.Executor.Describe(sk) }
+
+func (s *Service) classicList(w http.ResponseWriter, r *http.Request) error {
+	s.writeJSON(w, http.StatusOK, s.skillList())
+	return nil
+}
+
+// classicBody is POST /skills/execute's body: the skill is named in it.
+type classicBody struct {
+	Skill     string          `json:"skill"`
+	Args      json.RawMessage `json:"args"`
+	ActorID   string          `json:"actor_id"`
+	ActorType string          `json:"actor_type"`
+	Approved  bool            `json:"approved"`
+}
+
+// classicAnswer is POST /skills/execute's answer: the skill's output as
+// "result", and the provenance record (which carries the classic field
+// names). A failed run's answer has "error" too.
+type classicAnswer struct {
+	Error      *skills.Error      `json:"error,omitempty"`
+	Result     json.RawMessage    `json:"result"`
+	Provenance *skills.RecordJSON `json:"provenance"`
+}
+
+func (s *Service) classicExecute(w http.ResponseWriter, r *http.Request) error {
+	var body classicBody
+	if err := s.decodeBody(w, r, &body); err != nil {
+		return err
+	}
+	if body.Skill == "" {
+		return fail(CodeBadRequest, `"skill" is empty: name the skill to run (GET /skills/list lists them)`)
+	}
+	sk, err := s.skillNamed(r, body.Skill)
+	if err != nil {
+		return err
+	}
+	req := skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved}
+	return s.executeSkill(w, r, sk, req, func(x *skills.Execution) any {
+		a := classicAnswer{Error: x.Error, Result: json.RawMessage("null"), Provenance: skills.ClassicRecord(x.Record)}
+		if x.Result != nil && len(x.Result.Output) > 0 {
+			a.Result = x.Result.Output
+		}
+		return a
+	})
+}
