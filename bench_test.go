@@ -25,13 +25,23 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 3s
 
+// baselineKinds is the interpreter of $WASMPY_BENCH_BASELINE (a build
+// directory), as "baseline" beside "wasmpy": a change to the interpreter
+// build is measured against the previous build in the same run.
+func baselineKinds() []string {
+	if os.Getenv("WASMPY_BENCH_BASELINE") == "" {
+		return nil
+	}
+	return []string{"baseline"}
+}
+
 // BenchmarkPrint1 is a fresh isolated run of print(1), start to result, and
 // reports its p50. Back to back, every run also pays for parking the
 // instance of the next one; "spaced" runs arrive 10 ms apart, as requests
 // to a service do, and find that instance ready.
 func BenchmarkPrint1(b *testing.B) {
 	job := wasmpy.Job{Code: "print(1)"}
-	for _, kind := range []string{"wasmpy", "wasmpy-spaced", "npm"} {
+	for _, kind := range append([]string{"wasmpy", "wasmpy-spaced", "npm"}, baselineKinds()...) {
 		b.Run(kind, func(b *testing.B) {
 			sb := benchSandbox(b, strings.TrimSuffix(kind, "-spaced"))
 			var times []time.Duration
@@ -90,13 +100,19 @@ func BenchmarkCLI(b *testing.B) {
 	_, err = os.Stat(bin)
 	require.NoError(b, err, "run make first")
 	script := "testdata/scripts/hello.py"
-	b.Run("wasmpy", func(b *testing.B) {
-		for b.Loop() {
-			out, err := exec.Command(bin, "exec", script).Output()
-			require.NoError(b, err)
-			require.Equal(b, "hello, world\n", string(out))
+	for _, kind := range append([]string{"wasmpy"}, baselineKinds()...) {
+		args := []string{"exec", script}
+		if kind == "baseline" {
+			args = []string{"exec", "--interpreter", os.Getenv("WASMPY_BENCH_BASELINE"), script}
 		}
-	})
+		b.Run(kind, func(b *testing.B) {
+			for b.Loop() {
+				out, err := exec.Command(bin, args...).Output()
+				require.NoError(b, err)
+				require.Equal(b, "hello, world\n", string(out))
+			}
+		})
+	}
 	b.Run("python3", func(b *testing.B) { benchNative(b, script) })
 }
 
@@ -133,6 +149,9 @@ func BenchmarkPrintPiped(b *testing.B) {
 }
 
 func benchSandbox(b *testing.B, kind string) *wasmpy.Sandbox {
+	if kind == "baseline" {
+		kind = os.Getenv("WASMPY_BENCH_BASELINE")
+	}
 	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: kind})
 	require.NoError(b, err)
 	b.Cleanup(func() { sb.Close(context.Background()) })

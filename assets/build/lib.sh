@@ -172,9 +172,11 @@ fetch() {
 	rm -rf "$tmp" && mkdir -p "$tmp"
 	if [ "$type" = source ]; then
 		where="Debian $SUITE: apt-get source --download-only $pkg=$ver"
-		(cd "$tmp" && apt-get "${APT[@]}" source --download-only "$pkg=$ver") >"$LOGS/fetch-$name.log" 2>&1 ||
-			{ tail -n 20 "$LOGS/fetch-$name.log" >&2; unavailable "apt-get source $pkg=$ver failed"; }
+		# Only the upstream tarball is used: a mirror that lists a revision
+		# but lacks its .dsc or Debian diff still serves it, checked below.
+		(cd "$tmp" && apt-get "${APT[@]}" source --download-only "$pkg=$ver") >"$LOGS/fetch-$name.log" 2>&1 || true
 		file=$(find "$tmp" -maxdepth 1 -name '*.orig.tar.*' ! -name '*.asc' -printf '%f\n' | sort | head -n 1)
+		[ -n "$file" ] || { tail -n 20 "$LOGS/fetch-$name.log" >&2; unavailable "apt-get source $pkg=$ver failed"; }
 	else
 		where="Debian $SUITE: apt-get download $pkg=$ver"
 		(cd "$tmp" && apt-get "${APT[@]}" download "$pkg=$ver") >"$LOGS/fetch-$name.log" 2>&1 ||

@@ -3,7 +3,7 @@
 Run by build.sh with the native build Python (same version as the guest, so
 the bytecode magic matches):
 
-    python mkstdlib.py --lib SRC/Lib --extra FILE.py --out python313.zip
+    python mkstdlib.py --lib SRC/Lib --extra FILE.py --tree DIR --out python313.zip
 
 The zip holds what `make install` would put in /usr/local/lib/python3.13:
 every module's source beside its bytecode in __pycache__ (an unchecked-hash
@@ -28,7 +28,7 @@ import zipfile
 # and packages whose C half does not exist on WASI.
 PRUNE_TOP = {
     "_pyrepl", "ctypes", "curses", "ensurepip", "idlelib", "lib2to3",
-    "pydoc_data", "site-packages", "sqlite3", "test", "tkinter", "turtle.py",
+    "pydoc_data", "site-packages", "test", "tkinter", "turtle.py",
     "turtledemo",
 }
 # Kept from pruned packages: pydoc (and so help()) imports _pyrepl.pager.
@@ -36,7 +36,7 @@ KEEP = {"_pyrepl/__init__.py", "_pyrepl/pager.py"}
 PRUNE_DIRS = {"__pycache__"}  # at any depth
 
 
-def collect(lib):
+def collect(lib, prune=True):
     """Yield (relative posix path, absolute path) of the files to ship."""
     for root, dirs, files in os.walk(lib):
         rel_root = os.path.relpath(root, lib)
@@ -44,7 +44,7 @@ def collect(lib):
         dirs[:] = sorted(d for d in dirs if d not in PRUNE_DIRS)
         for name in sorted(files):
             rel = rel_root + name
-            if rel.split("/", 1)[0] in PRUNE_TOP and rel not in KEEP:
+            if prune and rel.split("/", 1)[0] in PRUNE_TOP and rel not in KEEP:
                 continue
             yield rel, os.path.join(root, name)
 
@@ -67,6 +67,8 @@ def main():
     ap.add_argument("--lib", required=True, help="the source tree's Lib/")
     ap.add_argument("--extra", action="append", default=[],
                     help="a generated top-level module to add (e.g. _sysconfigdata)")
+    ap.add_argument("--tree", action="append", default=[],
+                    help="a directory whose contents are added as top-level entries (e.g. the tzdata package)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--stdlib-dir", default="/usr/local/lib/python3.13",
                     help="where the guest sees these files (for co_filename)")
@@ -80,6 +82,11 @@ def main():
     files = dict(collect(args.lib))
     for path in args.extra:
         files[os.path.basename(path)] = path
+    for tree in args.tree:
+        for rel, path in collect(tree, prune=False):
+            if rel in files:
+                sys.exit(f"mkstdlib: {tree}: {rel} is already in the standard library")
+            files[rel] = path
 
     # Zip dates have no zone and start in 1980.
     date = time.gmtime(max(args.epoch, 315532800))[:6]
