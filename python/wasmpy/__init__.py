@@ -18,6 +18,8 @@ WebAssembly), and define functions whose bodies an LLM writes.
 
 Standard library only; Python 3.9+.
 """
+__version__ = "0.1.0"
+
 from typing import Mapping, Optional, Sequence, Union
 
 from .cli import run_cli
