@@ -46,8 +46,9 @@ def _project() -> Dict[str, Any]:
                 table[key.strip()] = ast.literal_eval(value.strip())
             except (ValueError, SyntaxError) as e:
                 raise ValueError("pyproject.toml:%d: cannot read %r (%s)" % (n, line, e)) from None
-    if "name" not in table:
-        raise ValueError("pyproject.toml has no [project] name")
+    missing = [k for k in ("name", "description", "readme", "requires-python", "license") if k not in table]
+    if missing:
+        raise ValueError("pyproject.toml: [project] lacks %s" % ", ".join(missing))
     with open(os.path.join(ROOT, PACKAGE, "__init__.py"), encoding="utf-8") as f:
         m = re.search(r'^__version__ = "([^"]+)"$', f.read(), re.M)
     if not m:
