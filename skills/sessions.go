@@ -76,7 +76,14 @@ func (e *Executor) session(ctx context.Context, id, owner string) (*live, error)
 			return nil, ErrNoSession
 		}
 		l.mu.Lock() // outside sessions.mu: a long turn holds only its own
-		if _, err := l.sess.Info(); err == nil {
+		if in, err := l.sess.Info(); err == nil {
+			if err := e.refresh(ctx, l, in); err != nil {
+				l.mu.Unlock()
+				if errors.Is(err, ErrNoSession) {
+					e.forget(id)
+				}
+				return nil, err
+			}
 			return l, nil
 		}
 		l.mu.Unlock() // expired in memory: the store may still have it
@@ -110,6 +117,32 @@ func (e *Executor) session(ctx context.Context, id, owner string) (*live, error)
 		return nil, sessionError(err)
 	}
 	return e.track(sess, owner), nil
+}
+
+// refresh brings the live session l (its state in) up to the store's:
+// another replica sharing the store may have taken turns since this one
+// last did, and a turn run from the older state would be lost to a
+// conflict. Without a store it does nothing; l.mu is held.
+func (e *Executor) refresh(ctx context.Context, l *live, in wasmpy.SessionInfo) error {
+	if e.cfg.Sessions == nil {
+		return nil
+	}
+	saved, err := e.cfg.Sessions.GetSession(ctx, in.ID)
+	switch {
+	case errors.Is(err, provenance.ErrNotFound):
+		return ErrNoSession // closed by another replica
+	case err != nil:
+		return fmt.Errorf("skills: loading session: %w", err)
+	case saved.Turn == in.Turns && saved.StateHash == in.StateHash:
+		return nil
+	}
+	l.sess.Close() // first: the restored one takes its place among the open
+	sess, err := e.sb.RestoreSession(ctx, bytes.NewReader(saved.State))
+	if err != nil {
+		return sessionError(err) // l is closed: the next request restores it afresh
+	}
+	l.sess = sess
+	return nil
 }
 
 // track registers sess as open, locked for the caller; sessions.mu is

@@ -158,3 +158,38 @@ func TestSessionsLimits(t *testing.T) {
 		require.Len(t, left, 1)
 	})
 }
+
+// Two replicas sharing a store take turns of one session alternately:
+// each turn continues from the state the other left, though both have
+// the session open in memory (regression: a replica ran the turn from its
+// own older state, and lost it to a conflict).
+func TestSessionsAcrossReplicas(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "provenance.db")
+	a, stopA := sessionServer(t, db, wasmpy.SessionLimits{})
+	defer stopA()
+	b, stopB := sessionServer(t, db, wasmpy.SessionLimits{})
+	defer stopB()
+	alice := []string{"Authorization", "Bearer alice"}
+
+	r := a.do(t, "POST", "/sessions", "", alice...)
+	require.Equal(t, 201, r.status, r.raw)
+	id := r.body["session_id"].(string)
+	r = a.do(t, "POST", "/sessions/"+id+"/exec", `{"code": "xs = []"}`, alice...)
+	require.Equal(t, 200, r.status, r.raw)
+	for turn, s := range []*server{b, a, b, a} {
+		r = s.do(t, "POST", "/sessions/"+id+"/exec", `{"code": "xs.append(1)\nsubmit_result(len(xs))"}`, alice...)
+		require.Equal(t, 200, r.status, r.raw)
+		require.EqualValues(t, turn+1, r.body["output"], r.raw)
+		require.EqualValues(t, turn+2, r.body["provenance"].(map[string]any)["turn"])
+	}
+	for _, s := range []*server{a, b} {
+		r = s.do(t, "GET", "/sessions/"+id, "", alice...)
+		require.Equal(t, 200, r.status, r.raw)
+		require.EqualValues(t, 5, r.body["turns"])
+	}
+	// Closed on one replica, it is gone on the other.
+	r = b.do(t, "DELETE", "/sessions/"+id, "", alice...)
+	require.Equal(t, 204, r.status, r.raw)
+	r = a.do(t, "GET", "/sessions/"+id, "", alice...)
+	require.Equal(t, 404, r.status, r.raw)
+}
