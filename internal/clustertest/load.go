@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -32,10 +29,13 @@ var requests = []struct {
 		`{"args": {"text": "Replicas share one store. Any replica answers. A killed one loses only its runs in flight. The others carry on.", "max_sentences": 2}, "actor_id": "load", "actor_type": "test"}`, 5},
 	{"exec", "/exec", `{"code": "print(sum(range(1000)))", "actor_id": "load", "actor_type": "test"}`, 4},
 	{"exec-slow", "/exec", `{"code": "n = 0\nfor i in range(100000):\n    n += i\nprint(n)", "actor_id": "load", "actor_type": "test"}`, 1},
+	{"session", "", "", 2}, // the worker's session's next turn (sessions.go)
 }
 
-// load sends requests through base with c workers until ctx ends.
-func load(ctx context.Context, base string, c int) []answer {
+// load sends requests through base with c workers (as many as ss has)
+// until ctx ends, or a session turn shows a state it must not have.
+func load(ctx context.Context, base string, ss *sessions) ([]answer, error) {
+	c := len(ss.of)
 	total := 0
 	for _, r := range requests {
 		total += r.weight
@@ -43,6 +43,9 @@ func load(ctx context.Context, base string, c int) []answer {
 	client := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: c}}
 	var mu sync.Mutex
 	var out []answer
+	var failed error
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	var wg sync.WaitGroup
 	for w := range c {
 		wg.Add(1)
@@ -56,36 +59,30 @@ func load(ctx context.Context, base string, c int) []answer {
 					pick -= requests[i].weight
 					i++
 				}
-				a := send(client, base, i)
+				var a answer
+				var err error
+				if requests[i].path == "" {
+					a, err = ss.turn(client, base, w)
+				} else {
+					a = send(client, base, i)
+				}
 				mu.Lock()
 				out = append(out, a)
+				if err != nil && failed == nil {
+					failed = err
+					stop()
+				}
 				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	return out
+	return out, failed
 }
 
 func send(client *http.Client, base string, i int) answer {
-	r := requests[i]
-	a := answer{class: r.class}
-	req, _ := http.NewRequest("POST", base+r.path, bytes.NewReader([]byte(r.body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	start := time.Now()
-	resp, err := client.Do(req)
-	if err != nil {
-		a.latency, a.err = time.Since(start), err.Error()
-		return a
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		a.err = strings.TrimSpace(string(body[:min(len(body), 160)]))
-	}
-	a.latency = time.Since(start)
-	a.status, a.executionID = resp.StatusCode, resp.Header.Get("X-Execution-Id")
+	a, _ := call(client, "POST", base+requests[i].path, requests[i].body)
+	a.class = requests[i].class
 	return a
 }
 

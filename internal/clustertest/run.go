@@ -88,6 +88,7 @@ func run(ctx context.Context, cfg config) (err error) {
 
 	var all []answer
 	var figs []figures
+	ss := newSessions(cfg.concurrency)
 	phase := func(name, base string, n int, d time.Duration, during func(context.Context) error) error {
 		pctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
@@ -100,10 +101,13 @@ func run(ctx context.Context, cfg config) (err error) {
 			errc <- during(pctx)
 		}()
 		start := time.Now()
-		as := load(pctx, base, cfg.concurrency)
+		as, lerr := load(pctx, base, ss)
 		elapsed := time.Since(start)
 		if err := <-errc; err != nil {
 			return err
+		}
+		if lerr != nil {
+			return fmt.Errorf("%s: %w", name, lerr)
 		}
 		f := summarise(name, n, elapsed, as)
 		fmt.Println("cluster-test:", f)
@@ -171,13 +175,18 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err != nil {
 		return err
 	}
+	final, err := ss.finalTurns(ctx, base)
+	all = append(all, final...)
+	if err != nil {
+		return err
+	}
 	for _, r := range replicas {
 		fmt.Printf("cluster-test: %s peak RSS %s\n", r.name, peakRSS(r.cmd.Process.Pid))
 		if err := r.stop(); err != nil {
 			return fmt.Errorf("stopping %s: %w", r.name, err)
 		}
 	}
-	if err := check(ctx, db, all, killedOwner, inFlight); err != nil {
+	if err := check(ctx, db, all, ss, killedOwner, inFlight); err != nil {
 		return err
 	}
 	if cfg.out != "" {
@@ -244,7 +253,7 @@ func freezeWithRunsInFlight(ctx context.Context, url string, r *replica) (string
 // has its record, finished and ok; no run was recorded twice or without a
 // request; the killed replica's runs in flight are interrupted; nothing is
 // left running.
-func check(ctx context.Context, url string, all []answer, killedOwner string, inFlight []string) error {
+func check(ctx context.Context, url string, all []answer, ss *sessions, killedOwner string, inFlight []string) error {
 	st, err := postgres.Open(ctx, url)
 	if err != nil {
 		return err
@@ -253,7 +262,7 @@ func check(ctx context.Context, url string, all []answer, killedOwner string, in
 	seen := map[string]bool{}
 	ok := 0
 	for _, a := range all {
-		if a.status < 200 || a.status >= 300 {
+		if a.status < 200 || a.status >= 300 || a.class == "session-new" { // a session opened runs nothing
 			continue
 		}
 		ok++
@@ -302,7 +311,11 @@ func check(ctx context.Context, url string, all []answer, killedOwner string, in
 		return fmt.Errorf("%d records interrupted, but the killed replica had %d in flight: a live replica's runs were touched",
 			byOutcome[provenance.OutcomeInterrupted], len(inFlight))
 	}
-	fmt.Printf("cluster-test: store checked: %d answers 2xx, each with its record; %d records for %d requests; %d interrupted, all the killed replica's (owner %s)\n",
-		ok, total, len(all), len(inFlight), killedOwner)
+	turns, err := ss.check(ctx, st)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("cluster-test: store checked: %d answers 2xx, each with its record; %d records for %d requests; %d interrupted, all the killed replica's (owner %s); %d sessions, %d turns kept, each recorded once, each from the state the turn before left\n",
+		ok, total, len(all), len(inFlight), killedOwner, len(ss.byID), turns)
 	return nil
 }
