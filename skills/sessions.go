@@ -291,7 +291,7 @@ func (e *Executor) Session(ctx context.Context, id, owner string) (*SessionInfo,
 // before and after). The turn may call submit_result and the workspace's
 // file functions; its files stay in the session. The session is saved to
 // the store after the turn; a turn another replica's turn overtook fails
-// with ErrSessionConflict, its state dropped.
+// with ErrSessionConflict, its state dropped and its record internal.
 func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRequest) (*Execution, error) {
 	rec, job, err := execJob(req, provenance.KindSession)
 	if err != nil {
@@ -309,17 +309,25 @@ func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRe
 		return nil, ErrNoSession
 	}
 	rec.SessionID, rec.Turn, rec.StateBefore = id, before.Turns+1, before.StateHash
+	var saveErr error
 	x, err := e.run(ctx, rec, job, l.sess.Run, func(x *Execution) {
 		if t := x.Result.Session; t != nil {
 			rec.Turn, rec.StateAfter = t.Turn, t.StateAfter
+		}
+		// Saved before the record is finished, so that a turn recorded ok
+		// is one the store kept: a process that dies between the two
+		// leaves the record running (then interrupted), never an ok turn
+		// another replica takes again.
+		if _, saveErr = e.save(ctx, l, before.Turns); saveErr != nil {
+			rec.Outcome, rec.Error = provenance.OutcomeInternal, "the turn ran but was not kept: "+saveErr.Error()
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := e.save(ctx, l, before.Turns); err != nil {
+	if saveErr != nil {
 		e.forget(id) // stale: the next request loads the store's state
-		return nil, err
+		return nil, saveErr
 	}
 	return x, nil
 }
