@@ -123,19 +123,22 @@ func (ss *sessions) finalTurns(ctx context.Context, base string) ([]answer, erro
 // kept turn, 1 to the last, each starting from the state the turn before
 // it left; none for a turn past the last kept; any other record
 // interrupted (the killed replica's turns in flight, checked with the
-// rest of its runs).
+// rest of its runs). A kept turn may have only an interrupted record: its
+// replica was killed after saving the session and before recording the
+// end (the service saves first, so an ok record is always a kept turn).
 func (ss *sessions) check(ctx context.Context, st provenance.Store) (turns int, err error) {
 	for _, s := range ss.byID {
 		recs, err := st.List(ctx, provenance.Filter{SessionID: s.id, Limit: 100000})
 		if err != nil {
 			return 0, err
 		}
-		kept := map[int]*provenance.Record{}
+		kept, interrupted := map[int]*provenance.Record{}, map[int]bool{}
 		for _, r := range recs {
 			switch {
 			case r.Kind != provenance.KindSession || r.SessionID != s.id:
 				return 0, fmt.Errorf("session %s: record %s is of kind %s, session %q", s.id, r.ExecutionID, r.Kind, r.SessionID)
 			case r.Outcome == provenance.OutcomeInterrupted:
+				interrupted[r.Turn] = true
 			case r.Outcome != provenance.OutcomeOK:
 				return 0, fmt.Errorf("session %s: turn %d (%s) is recorded %s", s.id, r.Turn, r.ExecutionID, r.Outcome)
 			case r.Turn < 1 || r.Turn > s.committed:
@@ -148,6 +151,9 @@ func (ss *sessions) check(ctx context.Context, st provenance.Store) (turns int, 
 		}
 		for t := 1; t <= s.committed; t++ {
 			r := kept[t]
+			if r == nil && interrupted[t] {
+				continue // kept, and its replica killed before it recorded the end
+			}
 			if r == nil {
 				return 0, fmt.Errorf("session %s kept %d turns, but turn %d has no record", s.id, s.committed, t)
 			}
