@@ -105,8 +105,12 @@ unpack_python() {
 	rm -rf "$S" "$S.tmp"
 	mkdir -p "$S.tmp"
 	tar -xf "$DL/${IN_FILE[python3.13]}" -C "$S.tmp" --strip-components=1
-	# The newest file in the release is its date.
-	find "$S.tmp" -type f -printf '%T@\n' | sort -n | tail -n 1 | cut -d. -f1 >"$S.tmp/.source-date-epoch"
+	# The newest file in the release is its date. Taken before the file that
+	# holds it exists: find ran beside the redirection that creates it and,
+	# when it saw it, took the build's own time as the release's.
+	local epoch
+	epoch=$(find "$S.tmp" -type f -printf '%T@\n' | sort -n | tail -n 1 | cut -d. -f1)
+	echo "$epoch" >"$S.tmp/.source-date-epoch"
 	mv "$S.tmp" "$S"
 }
 
