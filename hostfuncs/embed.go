@@ -1,14 +1,11 @@
 package hostfuncs
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 )
 
 // MaxEmbedTexts bounds the texts of one embed call.
@@ -31,9 +28,6 @@ type EmbedResponse struct {
 // Ollama, vLLM and llama.cpp serve one) for the embeddings of req.Input.
 // Failures are *LLMCallError, as Chat's.
 func (c *LLM) Embed(ctx context.Context, req EmbedRequest) (*EmbedResponse, error) {
-	if c.cfg.BaseURL == "" {
-		return nil, &LLMCallError{Message: ErrLLMNotConfigured.Error(), Err: ErrLLMNotConfigured}
-	}
 	wire := struct {
 		Model string   `json:"model,omitempty"`
 		Input []string `json:"input"`
@@ -41,37 +35,9 @@ func (c *LLM) Embed(ctx context.Context, req EmbedRequest) (*EmbedResponse, erro
 	if wire.Model == "" {
 		wire.Model = c.cfg.Model
 	}
-	body, err := json.Marshal(wire)
+	data, status, err := c.post(ctx, "/embeddings", wire)
 	if err != nil {
-		return nil, &LLMCallError{Message: "encoding the request failed", Err: err}
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.BaseURL+"/embeddings", bytes.NewReader(body))
-	if err != nil {
-		return nil, &LLMCallError{Message: "bad LLM base URL", Err: err}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.client.Do(hreq)
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxLLMResponseBytes+1))
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	if len(data) > maxLLMResponseBytes {
-		return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: fmt.Sprintf("response larger than %d bytes", maxLLMResponseBytes)}
-	}
-	if resp.StatusCode/100 != 2 {
-		code := resp.StatusCode
-		return nil, &LLMCallError{StatusCode: code, Message: serverMessage(code, data),
-			Retryable: code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500}
+		return nil, err
 	}
 	var out struct {
 		Model string `json:"model"`
@@ -82,18 +48,18 @@ func (c *LLM) Embed(ctx context.Context, req EmbedRequest) (*EmbedResponse, erro
 		Usage Usage `json:"usage"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: "malformed response: not embeddings JSON", Err: err}
+		return nil, &LLMCallError{StatusCode: status, Message: "malformed response: not embeddings JSON", Err: err}
 	}
 	r := &EmbedResponse{Embeddings: make([][]float64, len(req.Input)), Model: out.Model, Usage: out.Usage}
 	for _, d := range out.Data {
 		if d.Index < 0 || d.Index >= len(req.Input) || r.Embeddings[d.Index] != nil || len(d.Embedding) == 0 {
-			return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: fmt.Sprintf("malformed response: embedding index %d for %d texts", d.Index, len(req.Input))}
+			return nil, &LLMCallError{StatusCode: status, Message: fmt.Sprintf("malformed response: embedding index %d for %d texts", d.Index, len(req.Input))}
 		}
 		r.Embeddings[d.Index] = d.Embedding
 	}
 	for i, e := range r.Embeddings {
 		if e == nil {
-			return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: fmt.Sprintf("malformed response: no embedding for text %d", i)}
+			return nil, &LLMCallError{StatusCode: status, Message: fmt.Sprintf("malformed response: no embedding for text %d", i)}
 		}
 	}
 	if r.Usage.TotalTokens == 0 {

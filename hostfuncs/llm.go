@@ -196,9 +196,6 @@ func (c *LLM) Model() string { return c.cfg.Model }
 // Chat sends one chat completion request and returns the first choice.
 // Failures are *LLMCallError; check Retryable before trying again.
 func (c *LLM) Chat(ctx context.Context, req ChatRequest) (*ChatResponse, error) {
-	if c.cfg.BaseURL == "" {
-		return nil, &LLMCallError{Message: ErrLLMNotConfigured.Error(), Err: ErrLLMNotConfigured}
-	}
 	wire := struct {
 		Model       string    `json:"model,omitempty"`
 		Messages    []Message `json:"messages"`
@@ -211,41 +208,9 @@ func (c *LLM) Chat(ctx context.Context, req ChatRequest) (*ChatResponse, error) 
 	if wire.Messages == nil {
 		wire.Messages = []Message{}
 	}
-	body, err := json.Marshal(wire)
+	data, status, err := c.post(ctx, "/chat/completions", wire)
 	if err != nil {
-		return nil, &LLMCallError{Message: "encoding the request failed", Err: err}
-	}
-
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.BaseURL+"/chat/completions", bytes.NewReader(body))
-	if err != nil {
-		return nil, &LLMCallError{Message: "bad LLM base URL", Err: err}
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.client.Do(hreq)
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxLLMResponseBytes+1))
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	if len(data) > maxLLMResponseBytes {
-		return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: fmt.Sprintf("response larger than %d bytes", maxLLMResponseBytes)}
-	}
-	if resp.StatusCode/100 != 2 {
-		code := resp.StatusCode
-		return nil, &LLMCallError{
-			StatusCode: code,
-			Message:    serverMessage(code, data),
-			Retryable:  code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500,
-		}
+		return nil, err
 	}
 	var out struct {
 		Model   string `json:"model"`
@@ -258,10 +223,10 @@ func (c *LLM) Chat(ctx context.Context, req ChatRequest) (*ChatResponse, error) 
 		Usage Usage `json:"usage"`
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: "malformed response: not chat-completion JSON", Err: err}
+		return nil, &LLMCallError{StatusCode: status, Message: "malformed response: not chat-completion JSON", Err: err}
 	}
 	if len(out.Choices) == 0 {
-		return nil, &LLMCallError{StatusCode: resp.StatusCode, Message: serverMessage(0, data)}
+		return nil, &LLMCallError{StatusCode: status, Message: serverMessage(0, data)}
 	}
 	ch := out.Choices[0]
 	r := &ChatResponse{Model: out.Model, FinishReason: ch.FinishReason, Usage: out.Usage}
@@ -518,4 +483,46 @@ func (s *LLMSession) reserve() (int, error) {
 func (s *LLMSession) Register(t Table) {
 	t.Add("ask_llm", Typed(s.Ask))
 	t.Add("embed", Typed(s.Embed))
+}
+
+// post sends wire as JSON to the server's path and returns a 2xx answer's
+// body and status; anything else is an *LLMCallError, as Chat and Embed
+// return them.
+func (c *LLM) post(ctx context.Context, path string, wire any) ([]byte, int, error) {
+	if c.cfg.BaseURL == "" {
+		return nil, 0, &LLMCallError{Message: ErrLLMNotConfigured.Error(), Err: ErrLLMNotConfigured}
+	}
+	body, err := json.Marshal(wire)
+	if err != nil {
+		return nil, 0, &LLMCallError{Message: "encoding the request failed", Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.BaseURL+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, 0, &LLMCallError{Message: "bad LLM base URL", Err: err}
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	if c.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.client.Do(hreq)
+	if err != nil {
+		return nil, 0, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxLLMResponseBytes+1))
+	if err != nil {
+		return nil, 0, transportError(ctx, err)
+	}
+	code := resp.StatusCode
+	if len(data) > maxLLMResponseBytes {
+		return nil, 0, &LLMCallError{StatusCode: code, Message: fmt.Sprintf("response larger than %d bytes", maxLLMResponseBytes)}
+	}
+	if code/100 != 2 {
+		return nil, 0, &LLMCallError{StatusCode: code, Message: serverMessage(code, data),
+			Retryable: code == http.StatusTooManyRequests || code == http.StatusRequestTimeout || code >= 500}
+	}
+	return data, code, nil
 }
