@@ -154,21 +154,9 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if !s.cfg.EnableExec {
 		return fail(CodeExecDisabled, "POST /exec is disabled on this service")
 	}
-	var body execBody
-	if err := s.decodeBody(w, r, &body); err != nil {
-		return err
-	}
-	if body.Code == "" {
-		return fail(CodeBadRequest, `"code" is empty`)
-	}
-	lim, err := body.Limits.Within(s.cfg.ExecLimits)
+	req, w, err := s.execRequest(w, r)
 	if err != nil {
 		return err
-	}
-	req := skills.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType}
-	if wantsStream(r) {
-		events := newEventStream(w)
-		req.Stdout, req.Stderr, w = events.stream("stdout"), events.stream("stderr"), events
 	}
 	// The stream, once started, takes the error as its last event.
 	if err := s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, req) }, nil); err != nil {
@@ -208,4 +196,27 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Co
 	}
 	s.writeJSON(w, http.StatusOK, body)
 	return nil
+}
+
+// execRequest reads the body of POST /exec and of a session turn into a
+// request within the service's ceilings; when the client asks for a
+// stream, the run's output goes to it and w becomes the stream.
+func (s *Service) execRequest(w http.ResponseWriter, r *http.Request) (skills.ExecRequest, http.ResponseWriter, error) {
+	var body execBody
+	if err := s.decodeBody(w, r, &body); err != nil {
+		return skills.ExecRequest{}, w, err
+	}
+	if body.Code == "" {
+		return skills.ExecRequest{}, w, fail(CodeBadRequest, `"code" is empty`)
+	}
+	lim, err := body.Limits.Within(s.cfg.ExecLimits)
+	if err != nil {
+		return skills.ExecRequest{}, w, err
+	}
+	req := skills.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType}
+	if wantsStream(r) {
+		events := newEventStream(w)
+		req.Stdout, req.Stderr, w = events.stream("stdout"), events.stream("stderr"), events
+	}
+	return req, w, nil
 }

@@ -101,21 +101,9 @@ func (s *Service) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	if err := s.sessionsEnabled(); err != nil {
 		return err
 	}
-	var body execBody
-	if err := s.decodeBody(w, r, &body); err != nil {
-		return err
-	}
-	if body.Code == "" {
-		return fail(CodeBadRequest, `"code" is empty`)
-	}
-	lim, err := body.Limits.Within(s.cfg.ExecLimits)
+	req, w, err := s.execRequest(w, r)
 	if err != nil {
 		return err
-	}
-	req := skills.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType}
-	if wantsStream(r) {
-		events := newEventStream(w)
-		req.Stdout, req.Stderr, w = events.stream("stdout"), events.stream("stderr"), events
 	}
 	id, owner := r.PathValue("id"), info(r).owner
 	err = s.run(w, r, func(ctx context.Context) (*skills.Execution, error) {
