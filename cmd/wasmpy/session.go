@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -20,7 +21,7 @@ func openSession(c *cli.Context, sb *wasmpy.Sandbox, path string) (*wasmpy.Sessi
 	case errors.Is(err, fs.ErrNotExist):
 		sess, err := sb.NewSession(c.Context)
 		if err != nil {
-			return nil, &exitError{code: exitWasmpy, msg: "--session: " + oneLine(err)}
+			return nil, &exitError{code: exitWasmpy, msg: "--session: " + strings.TrimPrefix(oneLine(err), "wasmpy: ")}
 		}
 		return sess, nil
 	case err != nil:
@@ -28,7 +29,7 @@ func openSession(c *cli.Context, sb *wasmpy.Sandbox, path string) (*wasmpy.Sessi
 	}
 	sess, err := sb.RestoreSession(c.Context, bytes.NewReader(b))
 	if err != nil {
-		return nil, usageErr("--session %s: %s", path, oneLine(err))
+		return nil, usageErr("--session %s: %s", path, strings.TrimPrefix(oneLine(err), "wasmpy: "))
 	}
 	return sess, nil
 }
@@ -38,7 +39,7 @@ func openSession(c *cli.Context, sb *wasmpy.Sandbox, path string) (*wasmpy.Sessi
 func saveSession(sess *wasmpy.Session, path string) error {
 	var buf bytes.Buffer
 	if err := sess.Save(&buf); err != nil {
-		return &exitError{code: exitWasmpy, msg: "--session: " + oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: "--session: " + strings.TrimPrefix(oneLine(err), "wasmpy: ")}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".wasmpy-session-*")
 	if err == nil {

@@ -53,6 +53,7 @@ func TestExecSessionBadFile(t *testing.T) {
 		require.Empty(t, out, "nothing runs")
 		require.Contains(t, errOut, c.want)
 		require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+		require.Equal(t, 1, strings.Count(errOut, "wasmpy:"), errOut)
 	}
 	b, err := os.ReadFile(garbage)
 	require.NoError(t, err)
