@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/internal/pyname"
 )
 
 // Capability names a host function a run may call: one of the built-ins
@@ -54,7 +55,7 @@ func (cfg *Config) checkGrants(what string, grants []Capability) error {
 // "_" are the transport's own.
 func checkHostFuncs(t hostfuncs.Table) error {
 	for name, fn := range t {
-		if !isIdentifier(name) || strings.HasPrefix(name, "_") {
+		if !pyname.IsIdentifier(name) || strings.HasPrefix(name, "_") {
 			return fmt.Errorf("wasmpy: HostFuncs: %q is not a Python identifier without a leading underscore", name)
 		}
 		if fn == nil {
@@ -63,25 +64,3 @@ func checkHostFuncs(t hostfuncs.Table) error {
 	}
 	return nil
 }
-
-// isIdentifier reports whether s is an ASCII Python identifier and not a
-// keyword: a capability must be callable by its plain name.
-func isIdentifier(s string) bool {
-	if s == "" || len(s) > 128 || slices.Contains(pythonKeywords, s) {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
-		case r >= '0' && r <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-var pythonKeywords = []string{"False", "None", "True", "and", "as", "assert", "async", "await", "break",
-	"class", "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
-	"import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",
-	"with", "yield"}

@@ -1,5 +1,6 @@
 // Package codegen turns what people and agents ask for into Python that runs
-// in the wasmpy sandbox: a task, a function signature, or a Petri net.
+// in the wasmpy sandbox: a task or a function signature. Package petrinet does
+// the same for Petri nets, checking their Python with ValidateEach.
 //
 // Task and Function ask an LLM (the OpenAI-compatible hostfuncs.LLM, the
 // client ask_llm uses too) for code, take the code out of the reply
@@ -29,16 +30,6 @@
 //
 //	fr, err := gen.Function(ctx, "def add(a: int, b: int) -> int:", []any{2, 3}, nil)
 //	fmt.Println(string(fr.Value), fr.Quality.Complexity) // 5 1
-//
-// Nets are read from YAML (ParseNet), their inscriptions and guards checked
-// in the sandbox (Check), and built into a Python artifact (Build): one
-// module per transition and an entrypoint that fires enabled transitions
-// until none is enabled or a step limit is hit. Run does all of it in the
-// sandbox and reports the final marking:
-//
-//	net, err := codegen.ParseNet(yamlBytes) // errors name the element and line
-//	run, err := net.Run(ctx, sb, codegen.NetRunOptions{})
-//	fmt.Println(run.Marking) // map[end:1 start:0]
 //
 // Validation is fast, useful feedback for the model, not a security
 // boundary: the sandbox is. Codegen calls the root wasmpy API like any other

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/clip"
 )
 
 //go:embed testrun.py
@@ -105,7 +106,7 @@ func (g *Generator) Function(ctx context.Context, signature string, args []any, 
 		},
 		requireResult: true,
 		callNote: fmt.Sprintf("Called as %s(*args, **kwargs) with args = %s and kwargs = %s:\n",
-			name, truncate(string(argsJSON), 500), truncate(string(kwargsJSON), 500)),
+			name, clip.Head(string(argsJSON), 500), clip.Head(string(kwargsJSON), 500)),
 	})
 	if rep == nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/internal/clip"
+	"github.com/wasmpy/wasmpy/internal/pyname"
 )
 
 // Defaults of Options.
@@ -161,7 +163,7 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 		opts.AllowImports = DefaultAllowImports()
 	}
 	for _, m := range opts.AllowImports {
-		if !isModuleName(m) {
+		if !pyname.IsIdentifier(m) {
 			return nil, fmt.Errorf("codegen: AllowImports: %q is not a module name", m)
 		}
 	}
@@ -185,19 +187,6 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 		g.cache = &codeCache{dir: opts.CacheDir}
 	}
 	return g, nil
-}
-
-// isModuleName accepts a top-level module name.
-func isModuleName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // Outcomes of an Attempt, beside the kinds of a failed run (wasmpy.KindException,
@@ -345,7 +334,7 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 		if err != nil {
 			return err
 		}
-		history = []hostfuncs.Message{{Role: "assistant", Content: truncate(reply, 64<<10)}, {Role: "user", Content: retry}}
+		history = []hostfuncs.Message{{Role: "assistant", Content: clip.Head(reply, 64<<10)}, {Role: "user", Content: retry}}
 		return nil
 	}
 
@@ -464,7 +453,7 @@ func (g *Generator) try(ctx context.Context, s spec, a *Attempt, rep *Report, to
 		a.Outcome = OutcomeMissingResult
 		a.Feedback = "It finished without calling submit_result(value). Hand the answer back with submit_result(...), exactly once."
 		if out := strings.TrimSpace(res.Stdout); out != "" {
-			a.Feedback += "\nIt printed:\n" + tail(out, 1000)
+			a.Feedback += "\nIt printed:\n" + clip.Tail(out, 1000)
 		}
 		return false, nil
 	}
@@ -494,7 +483,7 @@ func describeFailure(res *wasmpy.Result) string {
 		if tb == "" {
 			tb = e.Type + ": " + e.Message
 		}
-		return "Running it raised an exception:\n" + tail(strings.TrimSpace(tb), 3000)
+		return "Running it raised an exception:\n" + clip.Tail(strings.TrimSpace(tb), 3000)
 	case wasmpy.KindTimeout:
 		return "It ran out of time (" + e.Message + "). Look for an infinite loop or a slow algorithm."
 	case wasmpy.KindMemory:
@@ -506,7 +495,7 @@ func describeFailure(res *wasmpy.Result) string {
 	case wasmpy.KindExit:
 		msg := "It exited with " + e.Message + "."
 		if s := strings.TrimSpace(res.Stderr); s != "" {
-			msg += " Its stderr:\n" + tail(s, 2000)
+			msg += " Its stderr:\n" + clip.Tail(s, 2000)
 		}
 		return msg
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/clip"
 )
 
 // Outcomes of a test.
@@ -49,7 +50,7 @@ func (g *Generator) runTests(ctx context.Context, sig *signatureInfo, a *Attempt
 		Tests     []TestResult `json:"tests"`
 	}
 	if err := json.Unmarshal(submittedValue(res), &report); err != nil || report.Tests == nil && report.LoadError == "" {
-		return false, fmt.Errorf("codegen: the test runner's report is malformed: %q", truncate(string(submittedValue(res)), 200))
+		return false, fmt.Errorf("codegen: the test runner's report is malformed: %q", clip.Head(string(submittedValue(res)), 200))
 	}
 	a.Tests = report.Tests
 	if report.LoadError != "" {
@@ -64,7 +65,7 @@ func (g *Generator) runTests(ctx context.Context, sig *signatureInfo, a *Attempt
 			a.Quality.TestsPassed++
 		case TestFailed, TestError:
 			a.Quality.TestsFailed++
-			failed = append(failed, fmt.Sprintf("- %s (%s, %s):\n%s", t.Name, t.Source, t.Outcome, indentText(tail(t.Message, 1500), "    ")))
+			failed = append(failed, fmt.Sprintf("- %s (%s, %s):\n%s", t.Name, t.Source, t.Outcome, indentText(clip.Tail(t.Message, 1500), "    ")))
 		}
 	}
 	if len(failed) > 0 {

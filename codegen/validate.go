@@ -6,10 +6,12 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/clip"
 )
 
 //go:embed validator.py
@@ -77,11 +79,51 @@ func (f Finding) String() string { return fmt.Sprintf("line %d: %s", f.Line, f.M
 //
 // Validation is fast feedback, not a security boundary: the sandbox is.
 func Validate(ctx context.Context, sb *wasmpy.Sandbox, code string, rules Rules) ([]Finding, error) {
-	out, err := validate(ctx, sb, []validateItem{itemFor("code", code, "exec", rules)})
+	v, err := ValidateEach(ctx, sb, []Snippet{{Code: code, Rules: rules}})
 	if err != nil {
 		return nil, err
 	}
-	return out.Items[0].Findings, nil
+	return v[0].Findings, nil
+}
+
+// Snippet is one piece of code for ValidateEach.
+type Snippet struct {
+	Code string
+	// Expression parses Code as one expression (a guard, say), not statements.
+	Expression bool
+	Rules      Rules
+	// ReportUnavailable also asks which of the code's imports the
+	// interpreter does not carry.
+	ReportUnavailable bool
+}
+
+// Verdict is what ValidateEach found in one Snippet.
+type Verdict struct {
+	Findings    []Finding
+	Unavailable []string // with Snippet.ReportUnavailable
+}
+
+// ValidateEach is Validate for many snippets in one sandbox run, which costs
+// about as much as one; the verdicts are in the snippets' order.
+func ValidateEach(ctx context.Context, sb *wasmpy.Sandbox, snippets []Snippet) ([]Verdict, error) {
+	items := make([]validateItem, len(snippets))
+	for i, s := range snippets {
+		mode := "exec"
+		if s.Expression {
+			mode = "eval"
+		}
+		items[i] = itemFor(strconv.Itoa(i), s.Code, mode, s.Rules)
+		items[i].ReportUnavailable = s.ReportUnavailable
+	}
+	out, err := validate(ctx, sb, items)
+	if err != nil {
+		return nil, err
+	}
+	verdicts := make([]Verdict, len(out.Items))
+	for i, it := range out.Items {
+		verdicts[i] = Verdict{Findings: it.Findings, Unavailable: it.Unavailable}
+	}
+	return verdicts, nil
 }
 
 // validateItem is one piece of code for validator.py.
@@ -150,7 +192,7 @@ func validate(ctx context.Context, sb *wasmpy.Sandbox, items []validateItem) (*v
 		line = line[i+1:]
 	}
 	if err := json.Unmarshal(line, &out); err != nil || len(out.Items) != len(items) {
-		return nil, fmt.Errorf("codegen: the validator's report is malformed: %q", truncate(res.Stdout, 200))
+		return nil, fmt.Errorf("codegen: the validator's report is malformed: %q", clip.Head(res.Stdout, 200))
 	}
 	for i := range out.Items {
 		if out.Items[i].Findings == nil {
@@ -171,32 +213,9 @@ func describeFindings(code string, findings []Finding) string {
 		fmt.Fprintf(&b, "- %s\n", f)
 		if f.Line >= 1 && f.Line <= len(lines) {
 			if src := strings.TrimRight(lines[f.Line-1], " \t\r"); strings.TrimSpace(src) != "" {
-				fmt.Fprintf(&b, "    %s\n", truncate(src, 200))
+				fmt.Fprintf(&b, "    %s\n", clip.Head(src, 200))
 			}
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-// tail keeps the last n bytes of s, on a rune boundary, marking the cut.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := len(s) - n
-	for i < len(s) && s[i]&0xC0 == 0x80 {
-		i++
-	}
-	return "…" + s[i:]
 }

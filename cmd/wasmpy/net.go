@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/codegen"
+	"github.com/wasmpy/wasmpy/petrinet"
 )
 
 func netCommand() *cli.Command {
@@ -51,7 +51,7 @@ func netCommand() *cli.Command {
 }
 
 // readNet reads and parses the one NET.yaml argument.
-func readNet(c *cli.Context) (*codegen.Net, string, error) {
+func readNet(c *cli.Context) (*petrinet.Net, string, error) {
 	if c.NArg() != 1 {
 		return nil, "", usageErr("net %s: want one NET.yaml, got %d arguments", c.Command.Name, c.NArg())
 	}
@@ -60,7 +60,7 @@ func readNet(c *cli.Context) (*codegen.Net, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	n, err := codegen.ParseNet(data)
+	n, err := petrinet.Parse(data)
 	if err != nil {
 		return nil, "", netErr(c, path, err)
 	}
@@ -69,9 +69,9 @@ func readNet(c *cli.Context) (*codegen.Net, string, error) {
 
 // netErr prints each problem of a bad net as FILE:LINE: element: message.
 func netErr(c *cli.Context, path string, err error) error {
-	var ne *codegen.NetError
+	var ne *petrinet.Error
 	if !errors.As(err, &ne) {
-		return &exitError{code: exitWasmpy, msg: "net: " + strings.TrimPrefix(oneLineText(err.Error()), "codegen: ")}
+		return &exitError{code: exitWasmpy, msg: "net: " + strings.TrimPrefix(oneLineText(err.Error()), "petrinet: ")}
 	}
 	name := filepath.Base(path)
 	for _, p := range ne.Problems {
@@ -114,7 +114,7 @@ func netBuildAction(c *cli.Context) error {
 	}
 	dir := c.String("out")
 	if err := art.WriteDir(dir); err != nil {
-		return &exitError{code: exitWasmpy, msg: "net build: --out: " + strings.TrimPrefix(err.Error(), "codegen: ")}
+		return &exitError{code: exitWasmpy, msg: "net build: --out: " + strings.TrimPrefix(err.Error(), "petrinet: ")}
 	}
 	for _, f := range art.Files {
 		fmt.Fprintln(c.App.Writer, filepath.Join(dir, filepath.FromSlash(f.Path)))
@@ -150,7 +150,7 @@ func netRunAction(c *cli.Context) error {
 		return err
 	}
 	defer sb.Close(c.Context)
-	run, err := n.Run(c.Context, sb, codegen.NetRunOptions{Limits: lim, MaxSteps: c.Int("max-steps")})
+	run, err := n.Run(c.Context, sb, petrinet.RunOptions{Limits: lim, MaxSteps: c.Int("max-steps")})
 	if run == nil && err != nil {
 		return netErr(c, path, err)
 	}
@@ -161,10 +161,10 @@ func netRunAction(c *cli.Context) error {
 	if c.Bool("json") {
 		out := struct {
 			*wasmpy.Result
-			*codegen.NetRun
+			*petrinet.Outcome
 		}{res, run}
 		if res.Error != nil || err != nil {
-			out.NetRun = nil
+			out.Outcome = nil
 		}
 		if err := printJSON(c.App.Writer, out); err != nil {
 			return err
@@ -190,7 +190,7 @@ func netRunAction(c *cli.Context) error {
 
 // describeMarking is the final marking in the net's order of places, e.g.
 // "marking: start=0 end=1 (1 step; no transition enabled)".
-func describeMarking(n *codegen.Net, run *codegen.NetRun) string {
+func describeMarking(n *petrinet.Net, run *petrinet.Outcome) string {
 	var parts []string
 	for _, p := range n.Places {
 		parts = append(parts, fmt.Sprintf("%s=%d", p.ID, run.Marking[p.ID]))

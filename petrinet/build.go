@@ -1,4 +1,4 @@
-package codegen
+package petrinet
 
 import (
 	_ "embed"
@@ -12,9 +12,11 @@ import (
 	"strings"
 	"testing/fstest"
 	"text/template"
+
+	"github.com/wasmpy/wasmpy/internal/clip"
 )
 
-//go:embed templates/net_main.py.tmpl
+//go:embed templates/main.py.tmpl
 var netMainTemplate string
 
 var netMain = template.Must(template.New("main.py").Parse(netMainTemplate))
@@ -64,10 +66,10 @@ func (a *Artifact) WriteDir(dir string) error {
 	for _, f := range a.Files {
 		path := filepath.Join(dir, filepath.FromSlash(f.Path))
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return fmt.Errorf("codegen: %w", err)
+			return fmt.Errorf("petrinet: %w", err)
 		}
 		if err := os.WriteFile(path, f.Data, 0o644); err != nil {
-			return fmt.Errorf("codegen: %w", err)
+			return fmt.Errorf("petrinet: %w", err)
 		}
 	}
 	return nil
@@ -94,7 +96,7 @@ type transitionJSON struct {
 }
 
 // Build turns the net into an Artifact. It checks the net's structure (a
-// Net from ParseNet passes) but not its Python: call Check for that.
+// Net from Parse passes) but not its Python: call Check for that.
 func (n *Net) Build() (*Artifact, error) {
 	if err := n.check(); err != nil {
 		return nil, err
@@ -178,14 +180,14 @@ func moduleOf(id string) string { return "transitions/" + id + ".py" }
 func renderMain(nj netJSON) (string, error) {
 	netText, err := indentJSON(nj)
 	if err != nil {
-		return "", fmt.Errorf("codegen: net %s: %w", nj.ID, err)
+		return "", fmt.Errorf("petrinet: net %s: %w", nj.ID, err)
 	}
 	data := struct{ Title, NetJSON string }{Title: oneLineComment(nj.ID), NetJSON: netText}
 	// JSON text is safe inside r"""...""": every " in a JSON string is
 	// escaped, so three never meet, and it never ends with a backslash.
 	var b strings.Builder
 	if err := netMain.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("codegen: net %s: %w", nj.ID, err)
+		return "", fmt.Errorf("petrinet: net %s: %w", nj.ID, err)
 	}
 	return b.String(), nil
 }
@@ -245,5 +247,5 @@ func weights(m map[string]int) string {
 // oneLineComment makes s safe inside a one-line comment or docstring.
 func oneLineComment(s string) string {
 	s = strings.NewReplacer("\n", " ", "\r", " ", `"""`, `'''`, `\`, `/`).Replace(s)
-	return truncate(s, 200)
+	return clip.Head(s, 200)
 }

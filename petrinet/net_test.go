@@ -1,4 +1,4 @@
-package codegen
+package petrinet
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/codegen"
 )
 
 func readNet(t *testing.T, name string) *Net {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "testdata", "pnml", name))
 	require.NoError(t, err)
-	n, err := ParseNet(data)
+	n, err := Parse(data)
 	require.NoError(t, err)
 	return n
 }
@@ -44,11 +45,11 @@ func TestParseNet(t *testing.T) {
 	require.Equal(t, 18, n.Transitions[0].inscriptionLine, "a block scalar starts on the next line")
 
 	// A YAML boolean guard is Python's.
-	n, err := ParseNet([]byte("net:\n  id: b\n  transitions:\n    - {id: t, guard: false}\n"))
+	n, err := Parse([]byte("net:\n  id: b\n  transitions:\n    - {id: t, guard: false}\n"))
 	require.NoError(t, err)
 	require.Equal(t, "False", n.Transitions[0].Guard)
 	// One requirement may be a plain string.
-	n, err = ParseNet([]byte("net:\n  id: r\n  transitions:\n    - {id: t, requires: json}\n"))
+	n, err = Parse([]byte("net:\n  id: r\n  transitions:\n    - {id: t, requires: json}\n"))
 	require.NoError(t, err)
 	require.Equal(t, []string{"json"}, n.Transitions[0].Requires)
 }
@@ -91,10 +92,10 @@ func TestParseNetErrors(t *testing.T) {
 		{"bad max_steps", head + "  max_steps: 0\n", 3, "net", "max_steps: want a whole number from 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseNet([]byte(tc.yaml))
-			var ne *NetError
+			_, err := Parse([]byte(tc.yaml))
+			var ne *Error
 			require.ErrorAs(t, err, &ne)
-			require.True(t, strings.HasPrefix(err.Error(), "codegen: net: "), err.Error())
+			require.True(t, strings.HasPrefix(err.Error(), "petrinet: "), err.Error())
 			p := ne.Problems[0]
 			require.Equal(t, tc.line, p.Line, "%+v", ne.Problems)
 			require.Equal(t, tc.element, p.Element, "%+v", ne.Problems)
@@ -107,8 +108,8 @@ func TestParseNetErrors(t *testing.T) {
 func TestParseNetAllProblems(t *testing.T) {
 	data, err := os.ReadFile("../testdata/pnml/bad_arcs.yaml")
 	require.NoError(t, err)
-	_, err = ParseNet(data)
-	var ne *NetError
+	_, err = Parse(data)
+	var ne *Error
 	require.ErrorAs(t, err, &ne)
 	var got []string
 	for _, p := range ne.Problems {
@@ -119,7 +120,7 @@ func TestParseNetAllProblems(t *testing.T) {
 		`line 11: arc 1 (strat -> go): unknown source "strat": no place or transition has this id (places: start; transitions: go)`,
 		`line 12: arc 2 (go -> nowhere): unknown target "nowhere": no place or transition has this id (places: start; transitions: go)`,
 	}, got)
-	require.Contains(t, err.Error(), "codegen: net: 3 problems: line 6:")
+	require.Contains(t, err.Error(), "petrinet: 3 problems: line 6:")
 }
 
 func FuzzParseNet(f *testing.F) {
@@ -131,11 +132,11 @@ func FuzzParseNet(f *testing.F) {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, err := ParseNet(data)
+		n, err := Parse(data)
 		if err != nil {
-			var ne *NetError
+			var ne *Error
 			if !errors.As(err, &ne) || len(ne.Problems) == 0 {
-				t.Fatalf("not a NetError with problems: %v", err)
+				t.Fatalf("not a Error with problems: %v", err)
 			}
 			return
 		}
@@ -189,7 +190,7 @@ func TestNetArtifactFiles(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	require.Equal(t, "tick 1", lines[0])
-	var report NetRun
+	var report Outcome
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &report))
 	require.Equal(t, map[string]int{"ready": 0, "ticks": 3, "done": 1}, report.Marking)
 }
@@ -201,7 +202,7 @@ func TestNetCheck(t *testing.T) {
 
 	n := readNet(t, "bad_inscription.yaml")
 	err := n.Check(context.Background(), sb)
-	var ne *NetError
+	var ne *Error
 	require.ErrorAs(t, err, &ne)
 	require.Len(t, ne.Problems, 2)
 	require.Equal(t, Problem{Line: 8, Element: `transition "t"`, Message: "the guard does not parse: invalid syntax (line 1 of the guard)"}, ne.Problems[0])
@@ -215,7 +216,7 @@ func TestNetRun(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		file      string
-		opts      NetRunOptions
+		opts      RunOptions
 		stdout    string
 		marking   map[string]int
 		steps     int
@@ -223,15 +224,15 @@ func TestNetRun(t *testing.T) {
 		fired     map[string]int
 		variables string
 	}{
-		{"simple_print.yaml", NetRunOptions{}, "hello\n", map[string]int{"start": 0, "end": 1}, 1, "dead", map[string]int{"say": 1}, `{}`},
-		{"countdown.yaml", NetRunOptions{},
+		{"simple_print.yaml", RunOptions{}, "hello\n", map[string]int{"start": 0, "end": 1}, 1, "dead", map[string]int{"say": 1}, `{}`},
+		{"countdown.yaml", RunOptions{},
 			"tick 1\ntick 2\ntick 3\ndone after 3 ticks; marking was {'ready': 0, 'ticks': 3, 'done': 0}\n",
 			map[string]int{"ready": 0, "ticks": 3, "done": 1}, 4, "dead", map[string]int{"tick": 3, "finish": 1},
 			`{"count": 3, "limit": 3, "result": 6}`},
-		{"countdown.yaml", NetRunOptions{MaxSteps: 2}, "tick 1\ntick 2\n",
+		{"countdown.yaml", RunOptions{MaxSteps: 2}, "tick 1\ntick 2\n",
 			map[string]int{"ready": 1, "ticks": 2, "done": 0}, 2, "step_limit", map[string]int{"tick": 2, "finish": 0},
 			`{"count": 2, "limit": 3}`},
-		{"producer_consumer.yaml", NetRunOptions{}, "",
+		{"producer_consumer.yaml", RunOptions{}, "",
 			map[string]int{"buffer": 0, "power": 1}, 5, "dead", map[string]int{"produce": 3, "consume": 2},
 			`{"made": 6, "eaten": [1, 0]}`},
 	} {
@@ -251,9 +252,9 @@ func TestNetRun(t *testing.T) {
 
 func TestNetRunStepLimit(t *testing.T) {
 	// A transition without inputs is always enabled: only the limit stops it.
-	n, err := ParseNet([]byte("net:\n  id: forever\n  max_steps: 50\n  places: [{id: out}]\n  transitions: [{id: spin}]\n  arcs: [{source: spin, target: out}]\n"))
+	n, err := Parse([]byte("net:\n  id: forever\n  max_steps: 50\n  places: [{id: out}]\n  transitions: [{id: spin}]\n  arcs: [{source: spin, target: out}]\n"))
 	require.NoError(t, err)
-	run, err := n.Run(context.Background(), testSandbox(t), NetRunOptions{})
+	run, err := n.Run(context.Background(), testSandbox(t), RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "step_limit", run.Stopped)
 	require.Equal(t, 50, run.Steps)
@@ -261,8 +262,8 @@ func TestNetRunStepLimit(t *testing.T) {
 }
 
 func TestNetRunRefusesRequirements(t *testing.T) {
-	_, err := readNet(t, "needs_numpy.yaml").Run(context.Background(), testSandbox(t), NetRunOptions{})
-	var ne *NetError
+	_, err := readNet(t, "needs_numpy.yaml").Run(context.Background(), testSandbox(t), RunOptions{})
+	var ne *Error
 	require.ErrorAs(t, err, &ne)
 	require.Len(t, ne.Problems, 2)
 	require.Equal(t, 8, ne.Problems[0].Line)
@@ -272,17 +273,17 @@ func TestNetRunRefusesRequirements(t *testing.T) {
 	require.Contains(t, ne.Problems[1].Message, "the inscription imports numpy, which the sandbox does not provide")
 
 	// Standard-library requirements are fine.
-	n, err := ParseNet([]byte("net:\n  id: ok\n  transitions:\n    - {id: t, requires: [json, 'collections'], inscription: 'import json'}\n  max_steps: 1\n"))
+	n, err := Parse([]byte("net:\n  id: ok\n  transitions:\n    - {id: t, requires: [json, 'collections'], inscription: 'import json'}\n  max_steps: 1\n"))
 	require.NoError(t, err)
-	run, err := n.Run(context.Background(), testSandbox(t), NetRunOptions{})
+	run, err := n.Run(context.Background(), testSandbox(t), RunOptions{})
 	require.NoError(t, err)
 	require.Equal(t, 1, run.Steps)
 }
 
 func TestNetRunInscriptionFails(t *testing.T) {
-	n, err := ParseNet([]byte("net:\n  id: oops\n  places: [{id: p, tokens: 1}]\n  transitions:\n    - id: t\n      inscription: |\n        x = 1\n        x / 0\n  arcs: [{source: p, target: t}]\n"))
+	n, err := Parse([]byte("net:\n  id: oops\n  places: [{id: p, tokens: 1}]\n  transitions:\n    - id: t\n      inscription: |\n        x = 1\n        x / 0\n  arcs: [{source: p, target: t}]\n"))
 	require.NoError(t, err)
-	run, err := n.Run(context.Background(), testSandbox(t), NetRunOptions{})
+	run, err := n.Run(context.Background(), testSandbox(t), RunOptions{})
 	require.NoError(t, err, "a failing inscription is the net's outcome, not an error")
 	require.NotNil(t, run.Result.Error)
 	require.Equal(t, wasmpy.KindException, run.Result.Error.Kind)
@@ -294,7 +295,7 @@ func TestNetRunInscriptionFails(t *testing.T) {
 // Quotes, backslashes and triple quotes in names, variables and
 // inscriptions survive the trip into main.py's JSON literals.
 func TestNetRunTrickySource(t *testing.T) {
-	n, err := ParseNet([]byte(`net:
+	n, err := Parse([]byte(`net:
   id: tricky
   name: 'ends with a backslash \'
   variables:
@@ -309,7 +310,7 @@ func TestNetRunTrickySource(t *testing.T) {
   arcs: [{source: p, target: t}]
 `))
 	require.NoError(t, err)
-	run, err := n.Run(context.Background(), testSandbox(t), NetRunOptions{})
+	run, err := n.Run(context.Background(), testSandbox(t), RunOptions{})
 	require.NoError(t, err)
 	require.Nil(t, run.Result.Error, "%+v", run.Result.Error)
 	require.Equal(t, "\\ x a \"\"\" b \\ c \"\"\" and \\ and \n\n", run.Result.Stdout)
@@ -323,16 +324,16 @@ func TestSandboxImportPolicy(t *testing.T) {
 	strict, err := wasmpy.New(ctx, wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), AllowImports: []string{"math"}})
 	require.NoError(t, err)
 	defer strict.Close(ctx)
-	_, err = Validate(ctx, strict, "x = 1\n", Rules{})
+	_, err = codegen.Validate(ctx, strict, "x = 1\n", codegen.Rules{})
 	require.ErrorContains(t, err, "codegen: the validator failed in the sandbox")
-	require.ErrorContains(t, err, "must allow "+strings.Join(HelperImports(), ", "))
+	require.ErrorContains(t, err, "must allow "+strings.Join(codegen.HelperImports(), ", "))
 
-	policy, err := wasmpy.New(ctx, wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), AllowImports: append([]string{"importlib"}, HelperImports()...)})
+	policy, err := wasmpy.New(ctx, wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), AllowImports: append([]string{"importlib"}, codegen.HelperImports()...)})
 	require.NoError(t, err)
 	defer policy.Close(ctx)
-	n, err := ParseNet([]byte("net:\n  id: imp\n  places: [{id: p, tokens: 1}]\n  transitions:\n    - {id: t, inscription: 'import math'}\n  arcs: [{source: p, target: t}]\n"))
+	n, err := Parse([]byte("net:\n  id: imp\n  places: [{id: p, tokens: 1}]\n  transitions:\n    - {id: t, inscription: 'import math'}\n  arcs: [{source: p, target: t}]\n"))
 	require.NoError(t, err)
-	run, err := n.Run(ctx, policy, NetRunOptions{})
+	run, err := n.Run(ctx, policy, RunOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, run.Result.Error)
 	require.Equal(t, "ImportError", run.Result.Error.Type)

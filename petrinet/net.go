@@ -1,4 +1,4 @@
-package codegen
+package petrinet
 
 import (
 	"encoding/json"
@@ -9,13 +9,16 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/wasmpy/wasmpy/internal/clip"
+	"github.com/wasmpy/wasmpy/internal/pyname"
 )
 
 // DefaultMaxSteps bounds a net's run when neither the net nor the caller does.
 const DefaultMaxSteps = 1000
 
 // Net is a place/transition net whose transitions run Python: the model
-// behind a net artifact. ParseNet reads one from YAML; see the README for the
+// behind a net artifact. Parse reads one from YAML; see the README for the
 // format.
 type Net struct {
 	ID          string
@@ -67,9 +70,9 @@ type Arc struct {
 	Line   int
 }
 
-// NetError lists what is wrong with a net, each problem naming the element
+// Error lists what is wrong with a net, each problem naming the element
 // and its line.
-type NetError struct {
+type Error struct {
 	Problems []Problem
 }
 
@@ -92,15 +95,15 @@ func (p Problem) String() string {
 	return b.String()
 }
 
-func (e *NetError) Error() string {
+func (e *Error) Error() string {
 	if len(e.Problems) == 1 {
-		return "codegen: net: " + e.Problems[0].String()
+		return "petrinet: " + e.Problems[0].String()
 	}
 	parts := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
 		parts[i] = p.String()
 	}
-	return fmt.Sprintf("codegen: net: %d problems: %s", len(e.Problems), strings.Join(parts, "; "))
+	return fmt.Sprintf("petrinet: %d problems: %s", len(e.Problems), strings.Join(parts, "; "))
 }
 
 type problems []Problem
@@ -115,7 +118,7 @@ func (ps problems) err() error {
 	}
 	sorted := append([]Problem(nil), ps...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Line < sorted[j].Line })
-	return &NetError{Problems: sorted}
+	return &Error{Problems: sorted}
 }
 
 var (
@@ -126,13 +129,13 @@ var (
 
 const maxTokens = 1 << 30
 
-// ParseNet reads a net from YAML and checks its structure: the shape of the
+// Parse reads a net from YAML and checks its structure: the shape of the
 // document, ids (present, well-formed, unique across places and
 // transitions), tokens and weights, and that every arc joins a place and a
-// transition that exist. The error is a *NetError naming each problem's
+// transition that exist. The error is a *Error naming each problem's
 // element and line. Whether inscriptions and guards parse is Check's job (it
 // needs the sandbox's Python).
-func ParseNet(data []byte) (*Net, error) {
+func Parse(data []byte) (*Net, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, yamlError(err)
@@ -244,7 +247,7 @@ func ParseNet(data []byte) (*Net, error) {
 	return n, nil
 }
 
-// yamlError turns a YAML syntax error into a NetError with its line.
+// yamlError turns a YAML syntax error into a Error with its line.
 func yamlError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	var ps problems
@@ -302,7 +305,7 @@ func (n *Net) check() error {
 		}
 	}
 	for k := range n.Variables {
-		if !isIdentifier(k) {
+		if !pyname.IsIdentifier(k) {
 			ps.add(n.varLines[k], "variables", "%q is not a Python identifier", k)
 		}
 	}
@@ -376,8 +379,6 @@ func element(kind, id string, i int) string {
 func arcElement(i int, a Arc) string {
 	return fmt.Sprintf("arc %d (%s -> %s)", i+1, a.Source, a.Target)
 }
-
-func isIdentifier(s string) bool { return isModuleName(s) }
 
 // resolve follows aliases.
 func resolve(n *yaml.Node) *yaml.Node {
@@ -499,7 +500,7 @@ func describe(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return strconv.Quote(truncate(n.Value, 40))
+		return strconv.Quote(clip.Head(n.Value, 40))
 	}
 	return "something else"
 }
