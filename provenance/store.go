@@ -2,6 +2,7 @@ package provenance
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -85,11 +86,51 @@ type Skills interface {
 	// RegisteredSkills returns every registered version with its files,
 	// disabled ones included, by name, then in the order registered.
 	RegisteredSkills(ctx context.Context) ([]*RegisteredSkill, error)
-	// SetSkillDisabled disables or enables one version, or fails with
-	// ErrNotFound.
-	SetSkillDisabled(ctx context.Context, name, version string, disabled bool) error
-	// DeleteSkill removes one version, or fails with ErrNotFound.
-	DeleteSkill(ctx context.Context, name, version string) error
+	// SkillDisabled reports whether one version is disabled, or fails
+	// with ErrNotFound: what a replica asks before it runs a version, so
+	// that a version disabled or deleted elsewhere stops at once.
+	SkillDisabled(ctx context.Context, name, version string) (bool, error)
+	// SetSkillDisabled disables or enables one version for by (who asked),
+	// or fails with ErrNotFound.
+	SetSkillDisabled(ctx context.Context, name, version string, disabled bool, by string) error
+	// DeleteSkill removes one version for by, or fails with ErrNotFound.
+	DeleteSkill(ctx context.Context, name, version, by string) error
+	// SkillAudit returns the audit trail f selects, newest first.
+	// RegisterSkill, SetSkillDisabled and DeleteSkill each append an entry
+	// in the same transaction as their change, so no change goes unrecorded.
+	SkillAudit(ctx context.Context, f AuditFilter) ([]*AuditEntry, error)
+}
+
+// The actions an AuditEntry records.
+const (
+	ActionRegister = "register"
+	ActionDisable  = "disable"
+	ActionEnable   = "enable"
+	ActionDelete   = "delete"
+)
+
+// AuditEntry is one change to the registered skills: who, what, when, and
+// the hash of the version's files.
+type AuditEntry struct {
+	At      time.Time `json:"at"`
+	Actor   string    `json:"actor"` // the token's name, or the actor
+	Action  string    `json:"action"`
+	Skill   string    `json:"skill"`
+	Version string    `json:"version"`
+	Hash    string    `json:"hash"` // RegisteredSkill.Hash
+}
+
+// AuditFilter selects audit entries; zero fields select everything.
+type AuditFilter struct {
+	Skill string
+	Limit int // at most this many, newest first; 0 means 100
+}
+
+// HashFiles is the hex SHA-256 of a set of files, names and contents:
+// of their JSON object, whose keys are sorted.
+func HashFiles(files map[string][]byte) string {
+	b, _ := json.Marshal(files) // a map of byte slices always marshals
+	return HashBytes(b)
 }
 
 // Tokens keep the service's bearer tokens, as hashes, with their roles.
@@ -109,22 +150,14 @@ type Tokens interface {
 // files as they were given (skill.yaml, schema.json, the handler), opaque
 // to the store.
 type RegisteredSkill struct {
-	Name         string            `json:"name"`
-	Version      string            `json:"version"`
-	Files        map[string][]byte `json:"-"`
-	Disabled     bool              `json:"disabled"`
-	RegisteredBy string            `json:"registered_by"` // the token's name, or the actor
-	RegisteredAt time.Time         `json:"registered_at"` // zero: the store sets now
-}
-
-// Token is a bearer token: the token itself is never stored, only the hex
-// SHA-256 of it (HashBytes), which requests are looked up by.
-type Token struct {
-	Name      string    `json:"name"`
-	Hash      string    `json:"-"`
-	Role      string    `json:"role"`       // admin, user...: what the service lets it do
-	MaxTier   string    `json:"max_tier"`   // the most trusted policy profile its runs may ask for; "" for the default
-	CreatedAt time.Time `json:"created_at"` // zero: the store sets now
+	Name    string            `json:"name"`
+	Version string            `json:"version"`
+	Files   map[string][]byte `json:"-"`
+	// Hash is HashFiles(Files); RegisterSkill sets it.
+	Hash         string    `json:"hash"`
+	Disabled     bool      `json:"disabled"`
+	RegisteredBy string    `json:"registered_by"` // the token's name, or the actor
+	RegisteredAt time.Time `json:"registered_at"` // zero: the store sets now
 }
 
 // Filter selects records; zero fields select everything.

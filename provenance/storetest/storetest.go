@@ -410,19 +410,55 @@ func testSkills(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Equal(t, []*provenance.RegisteredSkill{other, v1, v2}, got)
 
-	require.NoError(t, b.SetSkillDisabled(ctx, "echo", "1.0.0", true))
+	require.Equal(t, provenance.HashFiles(files), v1.Hash)
+	require.NotEqual(t, v1.Hash, v2.Hash)
+
+	require.NoError(t, b.SetSkillDisabled(ctx, "echo", "1.0.0", true, "ops"))
 	got, err = a.RegisteredSkills(ctx)
 	require.NoError(t, err)
 	require.True(t, got[1].Disabled)
 	require.False(t, got[2].Disabled)
-	require.NoError(t, a.SetSkillDisabled(ctx, "echo", "1.0.0", false))
-	require.ErrorIs(t, a.SetSkillDisabled(ctx, "echo", "9.9.9", true), provenance.ErrNotFound)
+	disabled, err := a.SkillDisabled(ctx, "echo", "1.0.0")
+	require.NoError(t, err)
+	require.True(t, disabled)
+	require.NoError(t, a.SetSkillDisabled(ctx, "echo", "1.0.0", false, "admin"))
+	disabled, err = b.SkillDisabled(ctx, "echo", "1.0.0")
+	require.NoError(t, err)
+	require.False(t, disabled)
+	require.ErrorIs(t, a.SetSkillDisabled(ctx, "echo", "9.9.9", true, "admin"), provenance.ErrNotFound)
 
-	require.NoError(t, a.DeleteSkill(ctx, "echo", "1.0.0"))
-	require.ErrorIs(t, b.DeleteSkill(ctx, "echo", "1.0.0"), provenance.ErrNotFound)
+	require.NoError(t, a.DeleteSkill(ctx, "echo", "1.0.0", "ops"))
+	require.ErrorIs(t, b.DeleteSkill(ctx, "echo", "1.0.0", "ops"), provenance.ErrNotFound)
+	_, err = b.SkillDisabled(ctx, "echo", "1.0.0")
+	require.ErrorIs(t, err, provenance.ErrNotFound)
 	got, err = b.RegisteredSkills(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []*provenance.RegisteredSkill{other, v2}, got)
+
+	// Every change is on the audit trail, newest first, with the version's
+	// hash; refused changes (a second registration, an unknown version) are not.
+	trail, err := b.SkillAudit(ctx, provenance.AuditFilter{Skill: "echo"})
+	require.NoError(t, err)
+	type step struct{ actor, action, version, hash string }
+	var steps []step
+	for _, e := range trail {
+		require.False(t, e.At.IsZero())
+		steps = append(steps, step{e.Actor, e.Action, e.Version, e.Hash})
+	}
+	require.Equal(t, []step{
+		{"ops", provenance.ActionDelete, "1.0.0", v1.Hash},
+		{"admin", provenance.ActionEnable, "1.0.0", v1.Hash},
+		{"ops", provenance.ActionDisable, "1.0.0", v1.Hash},
+		{"admin", provenance.ActionRegister, "2.0.0", v2.Hash},
+		{"admin", provenance.ActionRegister, "1.0.0", v1.Hash},
+	}, steps)
+	all, err := a.SkillAudit(ctx, provenance.AuditFilter{Limit: 2})
+	require.NoError(t, err)
+	require.Len(t, all, 2)
+	require.Equal(t, provenance.ActionDelete, all[0].Action)
+	all, err = a.SkillAudit(ctx, provenance.AuditFilter{})
+	require.NoError(t, err)
+	require.Len(t, all, 6, "alpha's registration too")
 	require.NoError(t, a.RegisterSkill(ctx, v1), "a deleted version may be registered again")
 }
 
@@ -433,13 +469,13 @@ func testTokens(t *testing.T, h Harness) {
 	a, b := open(t, h, addr), open(t, h, addr)
 	defer a.Close()
 	defer b.Close()
-	admin := &provenance.Token{Name: "ops", Hash: provenance.HashBytes([]byte("s3cret")), Role: "admin", MaxTier: "trusted"}
+	admin := &provenance.Token{Name: "ops", Hash: provenance.HashBytes([]byte("s3cret")), Role: provenance.RoleAdmin, MaxTier: "trusted"}
 	require.NoError(t, a.CreateToken(ctx, admin))
 	require.False(t, admin.CreatedAt.IsZero())
-	user := &provenance.Token{Name: "agent", Hash: provenance.HashBytes([]byte("other")), Role: "user"}
+	user := &provenance.Token{Name: "agent", Hash: provenance.HashBytes([]byte("other")), Role: provenance.RoleRunner}
 	require.NoError(t, a.CreateToken(ctx, user))
-	require.ErrorIs(t, b.CreateToken(ctx, &provenance.Token{Name: "ops", Hash: "x", Role: "user"}), provenance.ErrExists)
-	require.ErrorIs(t, b.CreateToken(ctx, &provenance.Token{Name: "new", Hash: admin.Hash, Role: "user"}), provenance.ErrExists)
+	require.ErrorIs(t, b.CreateToken(ctx, &provenance.Token{Name: "ops", Hash: "x", Role: provenance.RoleRunner}), provenance.ErrExists)
+	require.ErrorIs(t, b.CreateToken(ctx, &provenance.Token{Name: "new", Hash: admin.Hash, Role: provenance.RoleRunner}), provenance.ErrExists)
 
 	got, err := b.TokenByHash(ctx, provenance.HashBytes([]byte("s3cret")))
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 //  3. executions.kind, tier and the session columns; owners.heartbeat_at;
 //     sessions.
 //  4. skills (registered over the API) and tokens.
+//  5. skills.hash and skill_audit: who changed which skill version, when.
 var (
 	sqliteMigrations = []string{
 		`CREATE TABLE IF NOT EXISTS owners (
@@ -93,6 +94,18 @@ var (
 			max_tier   TEXT NOT NULL,
 			created_at TEXT NOT NULL
 		);`,
+
+		`ALTER TABLE skills ADD COLUMN hash TEXT NOT NULL DEFAULT '';
+		CREATE TABLE skill_audit (
+			id      INTEGER PRIMARY KEY AUTOINCREMENT,
+			at      TEXT NOT NULL,
+			actor   TEXT NOT NULL,
+			action  TEXT NOT NULL,
+			skill   TEXT NOT NULL,
+			version TEXT NOT NULL,
+			hash    TEXT NOT NULL
+		);
+		CREATE INDEX skill_audit_by_skill ON skill_audit (skill, id);`,
 	}
 
 	postgresMigrations = []string{
@@ -170,6 +183,18 @@ var (
 			max_tier   text NOT NULL,
 			created_at timestamptz NOT NULL
 		);`,
+
+		`ALTER TABLE skills ADD COLUMN hash text NOT NULL DEFAULT '';
+		CREATE TABLE skill_audit (
+			id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+			at      timestamptz NOT NULL,
+			actor   text NOT NULL,
+			action  text NOT NULL,
+			skill   text NOT NULL,
+			version text NOT NULL,
+			hash    text NOT NULL
+		);
+		CREATE INDEX skill_audit_by_skill ON skill_audit (skill, id);`,
 	}
 )
 
