@@ -25,8 +25,10 @@ func serveCommand() *cli.Command {
 		Name:  "serve",
 		Usage: "serve skills over HTTP",
 		Description: "Serves the skills in --skills DIR (default: the built-in examples) on --addr, recording\n" +
-			"the provenance of every execution. Bearer tokens, one per line, come from --tokens-file\n" +
-			"and from $WASMPY_TOKENS (comma-separated); with none, no token is asked for.\n" +
+			"the provenance of every execution. Bearer tokens come from the store (`wasmpy token\n" +
+			"create`, with a role: runner or admin), from --tokens-file (one per line) and from\n" +
+			"$WASMPY_TOKENS (comma-separated), the last two as runners; with none, no token is\n" +
+			"asked for, and no skill can be registered over the API.\n" +
 			"--timeout, --memory and --fuel are the defaults of skills that set none, and the\n" +
 			"ceilings of POST /exec (off unless --enable-exec). SIGINT or SIGTERM shuts down\n" +
 			"gracefully: /health/ready fails for --drain-delay, then runs in progress finish (up to\n" +
@@ -129,7 +131,7 @@ func serveAction(c *cli.Context) error {
 	}
 	version, _ := buildVersion()
 	scfg := service.Config{Version: version,
-		Registry: reg, Executor: ex, Admission: adm, Tokens: tokens, MaxBodyBytes: int64(maxBody),
+		Registry: reg, Executor: ex, Admission: adm, Tokens: tokens, TokenStore: st, MaxBodyBytes: int64(maxBody),
 		EnableExec: c.Bool("enable-exec"), ExecLimits: lim, Logger: log, Store: st, DrainDelay: c.Duration("drain-delay"),
 	}
 	if c.Bool("mcp") {
@@ -143,10 +145,10 @@ func serveAction(c *cli.Context) error {
 	}
 	svc, err := service.New(scfg)
 	if err != nil {
-		return err
+		return &exitError{code: exitWasmpy, msg: oneLine(err)}
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "loading_skills", len(reg.Pending()),
-		"db", st.Where(), "auth", len(tokens) > 0, "exec", c.Bool("enable-exec"), "mcp", c.Bool("mcp"), "interpreter", ex.Interpreter().Kind)
+		"db", st.Where(), "auth", svc.AsksForTokens(), "exec", c.Bool("enable-exec"), "mcp", c.Bool("mcp"), "interpreter", ex.Interpreter().Kind)
 	if err := svc.Serve(ctx, ln, c.Duration("shutdown-timeout")); err != nil {
 		return &exitError{code: exitWasmpy, msg: fmt.Sprintf("serve: %v", err)}
 	}

@@ -36,6 +36,7 @@ var statusOf = map[string]int{
 	CodeUnauthorized:            http.StatusUnauthorized,
 	skills.CodeApprovalRequired: http.StatusForbidden,
 	CodeCrossOrigin:             http.StatusForbidden,
+	CodeForbidden:               http.StatusForbidden,
 	CodeNotFound:                http.StatusNotFound,
 	CodeUnknownSkill:            http.StatusNotFound,
 	CodeUnknownExecution:        http.StatusNotFound,

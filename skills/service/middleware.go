@@ -2,15 +2,14 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/wasmpy/wasmpy/provenance"
 )
 
 // reqInfo collects what the request log line says beyond method and path.
@@ -23,6 +22,8 @@ type reqInfo struct {
 	// owner is who the request acts for, for sessions: a fingerprint of
 	// its token (never the token), or "" on a service without tokens.
 	owner string
+	// token is the request's token, or nil on a service without tokens.
+	token *provenance.Token
 }
 
 type infoKey struct{}
@@ -92,35 +93,6 @@ func (s *Service) recoverer(next http.Handler) http.Handler {
 				s.writeError(w, r, fail(CodeInternal, "internal error"))
 			}
 		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (s *Service) authorized(next http.Handler) http.Handler {
-	if len(s.tokens) == 0 {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" || r.URL.Path == "/health/ready" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		auth := r.Header.Get("Authorization")
-		tok, ok := strings.CutPrefix(auth, "Bearer ")
-		if !ok {
-			tok, ok = strings.CutPrefix(auth, "bearer ")
-		}
-		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-		match := 0
-		for _, t := range s.tokens { // compare with every token, in constant time
-			match |= subtle.ConstantTimeCompare(sum[:], t[:])
-		}
-		if !ok || match == 0 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="wasmpy"`)
-			s.writeError(w, r, fail(CodeUnauthorized, "a valid bearer token is required (Authorization: Bearer TOKEN)"))
-			return
-		}
-		info(r).owner = "token:" + hex.EncodeToString(sum[:8])
 		next.ServeHTTP(w, r)
 	})
 }

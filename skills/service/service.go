@@ -18,7 +18,7 @@
 //
 // Every error is JSON, {"error": {"code": ..., "message": ...}}, with a
 // stable code and its status: bad_request 400, unauthorized 401,
-// approval_required/cross_origin 403, not_found/unknown_skill/
+// approval_required/cross_origin/forbidden 403, not_found/unknown_skill/
 // unknown_execution/unknown_session/exec_disabled 404, method_not_allowed 405,
 // session_conflict 409,
 // body_too_large 413, unsupported_media_type 415, invalid_input 422 (with
@@ -35,17 +35,16 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -73,9 +72,18 @@ type Config struct {
 	// balancer's health checks to take the replica out of rotation. 0 means
 	// none.
 	DrainDelay time.Duration
-	// Tokens, when any, are the bearer tokens every endpoint but /health and
-	// /health/ready requires (Authorization: Bearer TOKEN).
+	// Tokens are static bearer tokens, each with provenance.RoleRunner and
+	// the default maximum tier.
 	Tokens []string
+	// TokenStore, when set, holds tokens made with provenance.NewToken, with
+	// their roles: looked up on each request, so one created while the
+	// service runs works at once and one deleted stops at once.
+	//
+	// When there are static tokens, or the store holds any when New is
+	// called, every endpoint but /health and /health/ready requires one
+	// (Authorization: Bearer TOKEN); otherwise none does, and nothing that
+	// needs an admin (registering skills) can be done.
+	TokenStore provenance.Tokens
 	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Admission bounds the runs (slots, queue, request timeout) and counts
@@ -99,7 +107,8 @@ type Config struct {
 // Service serves the API; create it with New.
 type Service struct {
 	cfg      Config
-	tokens   [][32]byte
+	static   []staticToken
+	auth     bool // tokens are required
 	adm      *skills.Admission
 	log      *slog.Logger
 	handler  http.Handler
@@ -133,10 +142,8 @@ func New(cfg Config) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	for _, t := range cfg.Tokens {
-		if t = strings.TrimSpace(t); t != "" {
-			s.tokens = append(s.tokens, sha256.Sum256([]byte(t)))
-		}
+	if err := s.setupAuth(cfg); err != nil {
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	route := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
