@@ -113,7 +113,7 @@ func TestConcurrentMigration(t *testing.T) {
 		require.NoError(t, rows.Scan(&v))
 		versions = append(versions, v)
 	}
-	require.Equal(t, []int{4}, versions)
+	require.Equal(t, []int{5}, versions)
 
 	_, err = db.Exec("UPDATE wasmpy_schema SET version = 99")
 	require.NoError(t, err)

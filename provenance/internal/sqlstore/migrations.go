@@ -15,6 +15,7 @@ import (
 //  3. executions.kind, tier and the session columns; owners.heartbeat_at;
 //     sessions.
 //  4. skills (registered over the API) and tokens.
+//  5. executions.codegen: how generated code was made (NULL for other kinds).
 var (
 	sqliteMigrations = []string{
 		`CREATE TABLE IF NOT EXISTS owners (
@@ -93,6 +94,8 @@ var (
 			max_tier   TEXT NOT NULL,
 			created_at TEXT NOT NULL
 		);`,
+
+		`ALTER TABLE executions ADD COLUMN codegen TEXT; -- JSON {attempts, validated, ...}`,
 	}
 
 	postgresMigrations = []string{
@@ -170,6 +173,8 @@ var (
 			max_tier   text NOT NULL,
 			created_at timestamptz NOT NULL
 		);`,
+
+		`ALTER TABLE executions ADD COLUMN codegen jsonb;`,
 	}
 )
 
