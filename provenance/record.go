@@ -24,7 +24,15 @@ const (
 	KindSkill   = "skill"   // a registered skill's handler
 	KindExec    = "exec"    // raw code (POST /exec, wasmpy exec)
 	KindSession = "session" // one turn of a session
+	KindGen     = "gen"     // a program generated for a task (wasmpy gen)
+	KindDef     = "def"     // a function generated for a signature (wasmpy def)
+	KindNet     = "net"     // a Petri net checked and built or run (wasmpy net build, net run)
 )
+
+// Kinds lists every kind, in documentation order.
+func Kinds() []string {
+	return []string{KindSkill, KindExec, KindSession, KindGen, KindDef, KindNet}
+}
 
 // Outcomes a Record has besides a run's error.kind (exception, timeout,
 // memory, fuel, ...).
@@ -48,10 +56,10 @@ type Record struct {
 	ActorID     string `json:"actor_id"`
 	ActorType   string `json:"actor_type"`
 	Approved    bool   `json:"approved"`
-	Tier        string `json:"tier,omitempty"` // the policy profile the run had
-	CodeHash    string `json:"code_hash"`      // hex SHA-256 of the code run (a skill's handler source)
-	InputsHash  string `json:"inputs_hash"`    // hex SHA-256 of the canonical JSON of the inputs
-	OutputsHash string `json:"outputs_hash"`   // likewise of the output; "" when there is none
+	Tier        string `json:"tier"`         // the trust tier (policy profile) the run had
+	CodeHash    string `json:"code_hash"`    // hex SHA-256 of the code run (a skill's handler source, the generated code)
+	InputsHash  string `json:"inputs_hash"`  // hex SHA-256 of the canonical JSON of the inputs
+	OutputsHash string `json:"outputs_hash"` // likewise of the output; "" when there is none
 
 	// A session turn's session, its number (from 1) and the hashes of the
 	// session's saved state before and after it.
@@ -59,6 +67,10 @@ type Record struct {
 	Turn        int    `json:"turn,omitempty"`
 	StateBefore string `json:"state_before,omitempty"`
 	StateAfter  string `json:"state_after,omitempty"`
+
+	// Codegen is how the code was generated and checked, for gen, def and
+	// net; nil for other kinds.
+	Codegen *Codegen `json:"codegen,omitempty"`
 
 	Interpreter Interpreter  `json:"interpreter"`
 	Packages    []PackageSet `json:"packages"` // the package sets the run could import from
@@ -73,6 +85,16 @@ type Record struct {
 	HostCallsTotal  int        `json:"host_calls_total"`
 	StartedAt       time.Time  `json:"started_at"`
 	FinishedAt      *time.Time `json:"finished_at"` // nil while running, or if interrupted
+}
+
+// Codegen is the quality outcome of generated (or, for a net, checked)
+// code: counts and flags, never the code or the model's replies.
+type Codegen struct {
+	Attempts    int  `json:"attempts"`  // replies tried, the cache's included; 0 for a net
+	Validated   bool `json:"validated"` // the final code passed validation
+	Cached      bool `json:"cached"`    // the code that worked came from the code cache
+	TestsPassed int  `json:"tests_passed"`
+	TestsFailed int  `json:"tests_failed"`
 }
 
 // Interpreter names the interpreter a run used.

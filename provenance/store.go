@@ -20,7 +20,8 @@ type Recorder interface {
 	// Begin inserts rec, whose Outcome is running.
 	Begin(ctx context.Context, rec *Record) error
 	// Finish completes a record written by Begin: its outcome, measurements,
-	// outputs hash, session state after, and finish time. A record a
+	// code and outputs hashes, codegen outcome, session state after, and
+	// finish time. A record a
 	// recovery marked interrupted (its process seemed dead) takes the real
 	// outcome when it does finish.
 	Finish(ctx context.Context, rec *Record) error
@@ -183,6 +184,7 @@ type Stats struct {
 	// Nearest-rank percentiles over the runs that ran to an outcome (not
 	// running, interrupted, canceled or internal); 0 when there are none.
 	P50MS    float64        `json:"p50_ms"`
+	P90MS    float64        `json:"p90_ms"`
 	P95MS    float64        `json:"p95_ms"`
 	P99MS    float64        `json:"p99_ms"`
 	Outcomes map[string]int `json:"outcomes"`

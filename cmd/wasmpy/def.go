@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy/codegen"
+	"github.com/wasmpy/wasmpy/provenance"
 )
 
 func defCommand() *cli.Command {
@@ -73,7 +74,15 @@ func defAction(c *cli.Context) error {
 		return err
 	}
 	defer sb.Close(c.Context)
+	rec, err := startRecording(c, sb, provenance.KindDef, "", codegenLimits(c), "", map[string]any{"signature": sig, "args": args, "kwargs": kwargs})
+	if err != nil {
+		return err
+	}
+	defer rec.close()
 	fr, err := g.Function(c.Context, sig, args, kwargs)
+	if rerr := rec.finishCodegen(c, nil, fr, err); rerr != nil {
+		return rerr
+	}
 	if done, err := reportCodegen(c, nil, fr, err); done || err != nil {
 		return err
 	}

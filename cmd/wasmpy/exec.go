@@ -55,8 +55,7 @@ func execFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the whole result"},
 		&cli.StringFlag{Name: "stdin", Value: "-", Usage: "the script's stdin: `FILE`, or - for wasmpy's own, streamed"},
 		&cli.StringFlag{Name: "session", Usage: "run as the next turn of the session saved in `FILE`, and save it back (a new one if FILE does not exist)"},
-		&cli.BoolFlag{Name: "record", EnvVars: []string{"WASMPY_RECORD"}, Usage: "keep a provenance record of the run (kind exec) in --db, as the service does for every run"},
-		dbFlag,
+		recordFlag, dbFlag,
 		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in), none, or names such as read_file,submit_result"},
 		interpreterFlag, cacheFlag,
 	}
@@ -113,26 +112,21 @@ func execAction(c *cli.Context) error {
 			job.Stdout, job.Stdin = term.promptWriter(job.Stdout), term.lineReader()
 		}
 	}
-	var rec *recording
-	if c.Bool("record") {
-		kind := provenance.KindExec
-		if sess != nil {
-			kind = provenance.KindSession // a turn of a session saved in a file
-		}
-		if rec, err = startRecording(c, sb, cfg, kind, job); err != nil {
-			return err
-		}
-		defer rec.close()
+	kind := provenance.KindExec
+	if sess != nil {
+		kind = provenance.KindSession // a turn of a session saved in a file
 	}
+	rec, err := startRecording(c, sb, kind, "", job.Limits.Or(cfg.Limits).Or(wasmpy.DefaultLimits()), programCode(job), map[string]any{"args": nonNilArgs(job.Args)})
+	if err != nil {
+		return err
+	}
+	defer rec.close()
 	res, stop, err := runWithSignals(c.Context, runJob, &job, term, sigs)
 	if out != nil {
 		out.Flush()
 	}
-	if rec != nil {
-		if ferr := rec.finish(c.Context, res, err); ferr != nil {
-			return ferr
-		}
-		fmt.Fprintf(c.App.ErrWriter, "wasmpy: provenance: %s\n", rec.rec.ExecutionID)
+	if ferr := rec.finish(c, res, err); ferr != nil {
+		return ferr
 	}
 	if err != nil {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
@@ -209,6 +203,23 @@ func execJob(c *cli.Context) (wasmpy.Job, error) {
 		job.Stdin = bytes.NewReader(b)
 	}
 	return job, nil
+}
+
+// programCode is what a record hashes as the code of an exec: the code,
+// or "-m MODULE". The inputs hash covers the arguments only: stdin may be a
+// terminal, streamed.
+func programCode(job wasmpy.Job) string {
+	if job.Module != "" {
+		return "-m " + job.Module
+	}
+	return job.Code
+}
+
+func nonNilArgs(args []string) []string {
+	if args == nil {
+		return []string{}
+	}
+	return args
 }
 
 // grants reads --grant. The CLI grants every built-in by default: its user

@@ -16,6 +16,7 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/codegen"
 	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/provenance"
 )
 
 func genCommand() *cli.Command {
@@ -54,8 +55,15 @@ func codegenFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "print-template", Usage: "print the embedded prompt template and exit"},
 		&cli.IntFlag{Name: "llm-retries", Value: codegen.DefaultLLMRetries, Usage: "retries of a failed LLM request (429, 5xx, timeouts)"},
 		&cli.StringFlag{Name: "llm-backoff", Value: codegen.DefaultBackoff.String(), Usage: "delay before the first LLM retry, doubled each time, with jitter"},
-		interpreterFlag, cacheFlag,
+		recordFlag, dbFlag, interpreterFlag, cacheFlag,
 	}
+}
+
+// codegenLimits are the limits the generated code's runs get, for their
+// record; newGenerator has checked the flags.
+func codegenLimits(c *cli.Context) wasmpy.Limits {
+	lim, _ := limits(c)
+	return lim.Or(wasmpy.DefaultLimits())
 }
 
 func genAction(c *cli.Context) error {
@@ -76,7 +84,15 @@ func genAction(c *cli.Context) error {
 		return err
 	}
 	defer sb.Close(c.Context)
+	rec, err := startRecording(c, sb, provenance.KindGen, "", codegenLimits(c), "", map[string]any{"task": task})
+	if err != nil {
+		return err
+	}
+	defer rec.close()
 	rep, err := g.Task(c.Context, task)
+	if rerr := rec.finishCodegen(c, rep, nil, err); rerr != nil {
+		return rerr
+	}
 	if done, err := reportCodegen(c, rep, nil, err); done || err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +20,7 @@ import (
 
 func filterFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "kind", Usage: "only runs of this kind: skill, exec, session"},
+		&cli.StringFlag{Name: "kind", Usage: "only runs of this kind: " + strings.Join(provenance.Kinds(), ", ")},
 		&cli.StringFlag{Name: "skill", Usage: "only this skill's executions (- for runs without a skill)"},
 		&cli.StringFlag{Name: "since", Usage: "only executions started since `WHEN`: a duration (24h, 7d) or a time (2025-01-31, RFC 3339)"},
 		dbFlag, jsonFlag,
@@ -29,7 +30,7 @@ func filterFlags() []cli.Flag {
 func historyCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "history",
-		Usage: "list the provenance records of skill executions, newest first",
+		Usage: "list the provenance records of runs (skills, exec, sessions, gen, def, net), newest first",
 		Flags: append(filterFlags(),
 			&cli.StringFlag{Name: "outcome", Usage: "only this outcome: ok, invalid_output, exception, timeout, interrupted..."},
 			&cli.StringFlag{Name: "actor", Usage: "only this actor id"},
@@ -47,7 +48,7 @@ func historyCommand() *cli.Command {
 func statsCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "stats",
-		Usage:  "success rate, p50/p95/p99 duration and outcome counts per kind and skill",
+		Usage:  "success rate, p50/p90/p99 duration and outcome counts per kind and skill",
 		Flags:  filterFlags(),
 		Action: statsAction,
 	}
@@ -58,6 +59,9 @@ func filter(c *cli.Context) (provenance.Filter, error) {
 	f := provenance.Filter{Kind: c.String("kind"), Skill: c.String("skill"), Outcome: c.String("outcome"), ActorID: c.String("actor"), Limit: c.Int("limit")}
 	if c.Int("limit") < 0 {
 		return f, usageErr("--limit must not be negative")
+	}
+	if f.Kind != "" && !slices.Contains(provenance.Kinds(), f.Kind) {
+		return f, usageErr("--kind %q: want one of %s", f.Kind, strings.Join(provenance.Kinds(), ", "))
 	}
 	if s := c.String("since"); s != "" {
 		if days, ok := strings.CutSuffix(s, "d"); ok { // 7d: a week
@@ -158,14 +162,8 @@ func historyShow(c *cli.Context) error {
 	}
 	defer st.Close()
 	if !provenance.ValidID(id) { // a prefix: it must name one execution
-		recs, err := st.List(c.Context, provenance.Filter{IDPrefix: id, Limit: 2})
-		switch {
-		case err != nil:
-			return &exitError{code: exitWasmpy, msg: oneLine(err)}
-		case len(recs) > 1:
-			return usageErr("history show: %s names more than one execution; give more of the id", id)
-		case len(recs) == 1:
-			id = recs[0].ExecutionID
+		if id, err = uniquePrefix(c, st, id); err != nil {
+			return err
 		}
 	}
 	r, err := st.Get(c.Context, id)
@@ -180,6 +178,43 @@ func historyShow(c *cli.Context) error {
 	}
 	printRecord(c.App.Writer, r)
 	return nil
+}
+
+// uniquePrefix returns the one execution id starting with prefix, or
+// prefix itself when none does (Get then says so). Several are a usage
+// error that says how many, and lists the first few.
+func uniquePrefix(c *cli.Context, st stores.Store, prefix string) (string, error) {
+	const shown = 5
+	recs, err := st.List(c.Context, provenance.Filter{IDPrefix: prefix, Limit: shown})
+	if err != nil {
+		return "", &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	switch len(recs) {
+	case 0:
+		return prefix, nil
+	case 1:
+		return recs[0].ExecutionID, nil
+	}
+	n := len(recs)
+	if n == shown { // count them all
+		stats, err := st.Stats(c.Context, provenance.Filter{IDPrefix: prefix})
+		if err != nil {
+			return "", &exitError{code: exitWasmpy, msg: oneLine(err)}
+		}
+		n = 0
+		for _, s := range stats {
+			n += s.Total
+		}
+	}
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.ExecutionID
+	}
+	more := ""
+	if n > len(ids) {
+		more = ", ..."
+	}
+	return "", usageErr("history show: %s is ambiguous: %d executions start with it (%s%s); give more of the id", prefix, n, strings.Join(ids, ", "), more)
 }
 
 // idPrefixRE is the start of an execution id, 4 characters or more.
@@ -210,6 +245,7 @@ func printRecord(w io.Writer, r *provenance.Record) {
 		{"skill", skillName(r.Skill) + " " + r.Version},
 		{"actor", r.ActorID + " (" + r.ActorType + ")"},
 		{"approved", fmt.Sprint(r.Approved)},
+		{"tier", r.Tier},
 		{"outcome", outcome},
 		{"started", r.StartedAt.Local().Format(time.RFC3339Nano)},
 		{"finished", finished},
@@ -219,6 +255,7 @@ func printRecord(w io.Writer, r *provenance.Record) {
 		{"host_calls", callText},
 		{"limits", fmt.Sprintf("timeout %dms, memory %d bytes, output %d bytes, fuel %d", l.TimeoutMS, l.MemoryBytes, l.OutputBytes, l.Fuel)},
 		{"code_hash", r.CodeHash},
+		{"codegen", codegenText(r.Codegen)},
 		{"inputs_hash", r.InputsHash},
 		{"outputs_hash", r.OutputsHash},
 		{"interpreter", fmt.Sprintf("%s %s sha256:%s", r.Interpreter.Kind, r.Interpreter.Version, r.Interpreter.SHA256)},
@@ -226,6 +263,17 @@ func printRecord(w io.Writer, r *provenance.Record) {
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], clean(kv[1]))
 	}
 	tw.Flush()
+}
+
+func codegenText(g *provenance.Codegen) string {
+	if g == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%d attempts, validated %t, cached %t", g.Attempts, g.Validated, g.Cached)
+	if g.TestsPassed+g.TestsFailed > 0 {
+		s += fmt.Sprintf(", tests %d passed %d failed", g.TestsPassed, g.TestsFailed)
+	}
+	return s
 }
 
 func statsAction(c *cli.Context) error {
@@ -242,7 +290,7 @@ func statsAction(c *cli.Context) error {
 		return writeIndented(c.App.Writer, stats)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tSKILL\tRUNS\tSUCCESS\tP50\tP95\tP99\tOUTCOMES")
+	fmt.Fprintln(tw, "KIND\tSKILL\tRUNS\tSUCCESS\tP50\tP90\tP99\tOUTCOMES")
 	for _, s := range stats {
 		var outs []string
 		for o, n := range s.Outcomes {
@@ -250,7 +298,7 @@ func statsAction(c *cli.Context) error {
 		}
 		sort.Strings(outs)
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%%\t%s\t%s\t%s\t%s\n", clean(s.Kind), clean(skillName(s.Skill)), s.Total, 100*s.SuccessRate,
-			ms(s.P50MS), ms(s.P95MS), ms(s.P99MS), clean(strings.Join(outs, " ")))
+			ms(s.P50MS), ms(s.P90MS), ms(s.P99MS), clean(strings.Join(outs, " ")))
 	}
 	return tw.Flush()
 }

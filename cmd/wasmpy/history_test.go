@@ -21,7 +21,7 @@ func TestHistoryAndStats(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "p.db")
 	runSkill := func(args ...string) {
 		t.Helper()
-		wasmpyCLI(t, "", append([]string{"skill", "run", "--skills", testSkills, "--db", db, "--actor-id", "tester"}, args...)...)
+		wasmpyCLI(t, "", append([]string{"skill", "run", "--record", "--skills", testSkills, "--db", db, "--actor-id", "tester"}, args...)...)
 	}
 	runSkill("echo", "--args", `{"message": "a"}`)
 	runSkill("echo", "--args", `{"message": "b"}`)
@@ -69,14 +69,22 @@ func TestHistoryAndStats(t *testing.T) {
 	require.Contains(t, errOut, "not an execution id")
 	st, err := stores.Open(context.Background(), db)
 	require.NoError(t, err)
-	for _, twin := range []string{"abcd0000-0000-4000-8000-000000000001", "abcd0000-0000-4000-8000-000000000002"} {
+	for _, twin := range []string{"abcd0000-0000-4000-8000-000000000001", "abcd0000-0000-4000-8000-000000000002", "abcd0000-0000-4000-8000-000000000003",
+		"abcd0000-0000-4000-8000-000000000004", "abcd0000-0000-4000-8000-000000000005", "abcd0000-0000-4000-8000-000000000006"} {
 		require.NoError(t, st.Begin(context.Background(), &provenance.Record{ExecutionID: twin, Kind: provenance.KindExec,
 			Outcome: provenance.OutcomeRunning, StartedAt: time.Now().UTC(), HostCalls: []provenance.HostCall{}}))
 	}
 	require.NoError(t, st.Close())
 	code, _, errOut = wasmpyCLI(t, "", "history", "show", "--db", db, "abcd0000")
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, errOut, "abcd0000 names more than one execution")
+	require.Contains(t, errOut, "abcd0000 is ambiguous: 6 executions start with it (abcd0000-0000-4000-8000-00000000000")
+	require.Contains(t, errOut, ", ...); give more of the id")
+	code, _, errOut = wasmpyCLI(t, "", "history", "show", "--db", db, "abcd0000-0000-4000-8000-00000000000")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "6 executions start with it")
+	code, out, errOut = wasmpyCLI(t, "", "history", "show", "--db", db, "abcd0000-0000-4000-8000-000000000006")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "abcd0000-0000-4000-8000-000000000006")
 	code, out, errOut = wasmpyCLI(t, "", "history", "show", "--db", db, "abcd0000-0000-4000-8000-0000000000")
 	require.Equal(t, exitUsage, code, out)
 
@@ -84,7 +92,7 @@ func TestHistoryAndStats(t *testing.T) {
 	code, out, _ = wasmpyCLI(t, "", "history", "--db", db, "--json", "--kind", "exec")
 	require.Equal(t, 0, code)
 	require.NoError(t, json.Unmarshal([]byte(out), &recs))
-	require.Len(t, recs, 2)
+	require.Len(t, recs, 6)
 	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db, "--json", "--kind", "skill")
 	require.Equal(t, 0, code)
 	var kinds []provenance.Stats
@@ -93,7 +101,7 @@ func TestHistoryAndStats(t *testing.T) {
 
 	code, out, errOut = wasmpyCLI(t, "", "stats", "--db", db)
 	require.Equal(t, 0, code, errOut)
-	require.Regexp(t, `KIND\s+SKILL\s+RUNS\s+SUCCESS\s+P50\s+P95\s+P99\s+OUTCOMES`, out)
+	require.Regexp(t, `KIND\s+SKILL\s+RUNS\s+SUCCESS\s+P50\s+P90\s+P99\s+OUTCOMES`, out)
 	require.Regexp(t, `(?m)^skill\s+bad_output\s+1\s+0\.0%\s+\S+\s+\S+\s+\S+\s+invalid_output=1$`, out)
 	require.Regexp(t, `(?m)^skill\s+echo\s+2\s+100\.0%\s+\S+ms\s+\S+ms\s+\S+ms\s+ok=2$`, out)
 	code, out, _ = wasmpyCLI(t, "", "stats", "--db", db, "--json", "--skill", "echo")
@@ -103,7 +111,7 @@ func TestHistoryAndStats(t *testing.T) {
 	require.Len(t, stats, 1)
 	require.Equal(t, 2, stats[0].Total)
 	require.Equal(t, 1.0, stats[0].SuccessRate)
-	require.Greater(t, stats[0].P95MS, 0.0)
+	require.Greater(t, stats[0].P90MS, 0.0)
 
 	for _, tc := range []struct {
 		args []string
@@ -112,6 +120,7 @@ func TestHistoryAndStats(t *testing.T) {
 	}{
 		{[]string{"history", "--db", db, "--since", "last tuesday"}, exitUsage, `--since "last tuesday"`},
 		{[]string{"history", "--db", db, "--limit", "-1"}, exitUsage, "--limit"},
+		{[]string{"stats", "--db", db, "--kind", "exe"}, exitUsage, `--kind "exe": want one of skill, exec, session, gen, def, net`},
 		{[]string{"history", "--db", db, "extra"}, exitUsage, "did you mean: history show ID"},
 		{[]string{"history", "show", "--db", db, "not-an-id"}, exitUsage, "not an execution id"},
 		{[]string{"history", "show", "--db", db, provenance.NewID()}, 1, "no execution"},
@@ -154,10 +163,10 @@ func TestHelperCLI(t *testing.T) {
 func TestHistorySurvivesKill(t *testing.T) {
 	requireCapabilities(t)
 	db := filepath.Join(t.TempDir(), "p.db")
-	code, _, errOut := wasmpyCLI(t, "", "skill", "run", "echo", "--skills", testSkills, "--db", db, "--args", `{"message": "before"}`)
+	code, _, errOut := wasmpyCLI(t, "", "skill", "run", "--record", "echo", "--skills", testSkills, "--db", db, "--args", `{"message": "before"}`)
 	require.Equal(t, 0, code, errOut)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCLI$", "--", "skill", "run", "spin", "--skills", testSkills, "--db", db)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCLI$", "--", "skill", "run", "--record", "spin", "--skills", testSkills, "--db", db)
 	cmd.Env = append(os.Environ(), "WASMPY_TEST_CLI=1")
 	require.NoError(t, cmd.Start())
 	defer cmd.Process.Kill()

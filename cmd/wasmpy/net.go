@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/petrinet"
+	"github.com/wasmpy/wasmpy/provenance"
 )
 
 func netCommand() *cli.Command {
@@ -27,7 +28,7 @@ func netCommand() *cli.Command {
 				ArgsUsage: "NET.yaml",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "out", Usage: "write the artifact into `DIR` (required)"},
-					interpreterFlag, cacheFlag,
+					recordFlag, dbFlag, interpreterFlag, cacheFlag,
 				},
 				Action: netBuildAction,
 			},
@@ -42,7 +43,7 @@ func netCommand() *cli.Command {
 				Flags: append([]cli.Flag{
 					&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the run and the final marking"},
 					&cli.IntFlag{Name: "max-steps", Usage: "stop after `N` firings; 0 = the net's max_steps, else 1000"},
-					interpreterFlag, cacheFlag,
+					recordFlag, dbFlag, interpreterFlag, cacheFlag,
 				}, append(limitFlags(), capabilityFlags()...)...),
 				Action: netRunAction,
 			},
@@ -50,21 +51,19 @@ func netCommand() *cli.Command {
 	}
 }
 
-// readNet reads and parses the one NET.yaml argument.
-func readNet(c *cli.Context) (*petrinet.Net, string, error) {
+// readNet reads and parses the one NET.yaml argument; data is the file's.
+func readNet(c *cli.Context) (n *petrinet.Net, path string, data []byte, err error) {
 	if c.NArg() != 1 {
-		return nil, "", usageErr("net %s: want one NET.yaml, got %d arguments", c.Command.Name, c.NArg())
+		return nil, "", nil, usageErr("net %s: want one NET.yaml, got %d arguments", c.Command.Name, c.NArg())
 	}
-	path := c.Args().First()
-	data, err := readFile(path)
-	if err != nil {
-		return nil, "", err
+	path = c.Args().First()
+	if data, err = readFile(path); err != nil {
+		return nil, "", nil, err
 	}
-	n, err := petrinet.Parse(data)
-	if err != nil {
-		return nil, "", netErr(c, path, err)
+	if n, err = petrinet.Parse(data); err != nil {
+		return nil, "", nil, netErr(c, path, err)
 	}
-	return n, path, nil
+	return n, path, data, nil
 }
 
 // netErr prints each problem of a bad net as FILE:LINE: element: message.
@@ -96,7 +95,7 @@ func netBuildAction(c *cli.Context) error {
 	if c.String("out") == "" {
 		return usageErr("net build: --out DIR is required")
 	}
-	n, path, err := readNet(c)
+	n, path, data, err := readNet(c)
 	if err != nil {
 		return err
 	}
@@ -105,10 +104,19 @@ func netBuildAction(c *cli.Context) error {
 		return err
 	}
 	defer sb.Close(c.Context)
-	if err := n.Check(c.Context, sb); err != nil {
-		return netErr(c, path, err)
+	rec, err := startRecording(c, sb, provenance.KindNet, "", wasmpy.DefaultLimits(), string(data), map[string]any{"build": true})
+	if err != nil {
+		return err
 	}
-	art, err := n.Build()
+	defer rec.close()
+	err = n.Check(c.Context, sb)
+	var art *petrinet.Artifact
+	if err == nil {
+		art, err = n.Build()
+	}
+	if rerr := rec.finishNet(c, nil, err); rerr != nil {
+		return rerr
+	}
 	if err != nil {
 		return netErr(c, path, err)
 	}
@@ -130,7 +138,7 @@ func netRunAction(c *cli.Context) error {
 	if err != nil || c == nil {
 		return err
 	}
-	n, path, err := readNet(c)
+	n, path, data, err := readNet(c)
 	if err != nil {
 		return err
 	}
@@ -150,11 +158,23 @@ func netRunAction(c *cli.Context) error {
 		return err
 	}
 	defer sb.Close(c.Context)
+	rec, err := startRecording(c, sb, provenance.KindNet, "", lim.Or(cfg.Limits).Or(wasmpy.DefaultLimits()), string(data),
+		map[string]any{"max_steps": c.Int("max-steps")})
+	if err != nil {
+		return err
+	}
+	defer rec.close()
 	run, err := n.Run(c.Context, sb, petrinet.RunOptions{Limits: lim, MaxSteps: c.Int("max-steps")})
+	var res *wasmpy.Result
+	if run != nil {
+		res = run.Result
+	}
+	if rerr := rec.finishNet(c, res, err); rerr != nil {
+		return rerr
+	}
 	if run == nil && err != nil {
 		return netErr(c, path, err)
 	}
-	res := run.Result
 	if err := writeOut(c, res); err != nil {
 		return err
 	}

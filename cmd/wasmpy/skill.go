@@ -60,8 +60,8 @@ func skillCommand() *cli.Command {
 				Action: skillValidate,
 			},
 			{
-				Name: "run", Usage: "run a skill and record its provenance", ArgsUsage: "NAME",
-				Description: "Prints the skill's output (JSON) on stdout and its provenance id on stderr;\n" +
+				Name: "run", Usage: "run a skill", ArgsUsage: "NAME",
+				Description: "Prints the skill's output (JSON) on stdout; with --record, its provenance id on stderr;\n" +
 					"--json prints {result, provenance} as the HTTP service does. Exit status: 0 on a\n" +
 					"valid output, 1 when the handler failed or its output is invalid, 2 for arguments\n" +
 					"the input schema refuses or a missing approval, 121-124 for the sandbox's limits.",
@@ -70,7 +70,7 @@ func skillCommand() *cli.Command {
 					&cli.BoolFlag{Name: "approve", Usage: "approve a skill that needs it (requires_approval or side_effect)"},
 					&cli.StringFlag{Name: "actor-id", Usage: "who runs it, for provenance (default: $USER)", EnvVars: []string{"USER"}},
 					&cli.StringFlag{Name: "actor-type", Value: "cli", Usage: "what kind of actor, for provenance"},
-					jsonFlag, dbFlag,
+					jsonFlag, recordFlag, dbFlag,
 				}, common...),
 				Action: skillRun,
 			},
@@ -292,11 +292,13 @@ func skillRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(c)
-	if err != nil {
-		return err
+	var st stores.Store
+	if c.Bool("record") {
+		if st, err = openStore(c); err != nil {
+			return err
+		}
+		defer st.Close()
 	}
-	defer st.Close()
 	ex, err := newExecutor(c, st, wasmpy.Limits{})
 	if err != nil {
 		return err
@@ -338,7 +340,9 @@ func skillRun(c *cli.Context) error {
 				return err
 			}
 		}
-		fmt.Fprintf(ew, "provenance: %s\n", x.Record.ExecutionID)
+		if st != nil {
+			fmt.Fprintf(ew, "provenance: %s\n", x.Record.ExecutionID)
+		}
 	}
 	if x.Error == nil {
 		return nil

@@ -110,7 +110,7 @@ func TestSkillValidate(t *testing.T) {
 func TestSkillRun(t *testing.T) {
 	requireCapabilities(t)
 	db := filepath.Join(t.TempDir(), "p.db")
-	code, out, errOut := wasmpyCLI(t, "", "skill", "run", "text_summarize", "--db", db, "--args",
+	code, out, errOut := wasmpyCLI(t, "", "skill", "run", "text_summarize", "--record", "--db", db, "--args",
 		`{"text": "Cats purr loudly. Cats sleep a lot. Dogs bark. Cats and dogs play together. The sky is blue.", "max_sentences": 2, "style": "detailed"}`)
 	require.Equal(t, 0, code, errOut)
 	var res map[string]any
@@ -172,7 +172,7 @@ func TestSkillRun(t *testing.T) {
 
 	code, _, errOut = wasmpyCLI(t, "", "skill", "run", "needs_approval", "--approve", "--skills", testSkills, "--db", db, "--args", `{"target": "t"}`)
 	require.Equal(t, 0, code, errOut)
-	require.True(t, strings.HasPrefix(errOut, "provenance: "), errOut)
+	require.NotContains(t, errOut, "provenance: ", "the CLI records only with --record")
 }
 
 // Issue 11's hostile skill inputs: a 39 KB schema that kept `skill

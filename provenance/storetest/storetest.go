@@ -105,6 +105,19 @@ func testRoundTrip(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Equal(t, r, got)
 
+	// Generated code: its hash and the codegen outcome are known at the end.
+	g := Record(provenance.KindDef, "", at)
+	g.CodeHash = ""
+	require.NoError(t, st.Begin(ctx, g))
+	got, err = st.Get(ctx, g.ExecutionID)
+	require.NoError(t, err)
+	require.Nil(t, got.Codegen)
+	g.CodeHash, g.Codegen = "9e4", &provenance.Codegen{Attempts: 2, Validated: true, Cached: true, TestsPassed: 3, TestsFailed: 1}
+	finish(t, st, g, provenance.OutcomeOK, 3)
+	got, err = st.Get(ctx, g.ExecutionID)
+	require.NoError(t, err)
+	require.Equal(t, g, got)
+
 	_, err = st.Get(ctx, provenance.NewID())
 	require.ErrorIs(t, err, provenance.ErrNotFound)
 	require.Error(t, st.Finish(ctx, Record(provenance.KindExec, "", at)), "finishing what never began")
@@ -176,11 +189,11 @@ func testListAndStats(t *testing.T, h Harness) {
 	stats, err := st.Stats(ctx, provenance.Filter{})
 	require.NoError(t, err)
 	require.Equal(t, []provenance.Stats{
-		{Kind: "exec", Skill: "", Total: 1, SuccessRate: 1, P50MS: 3, P95MS: 3, P99MS: 3, Outcomes: map[string]int{"ok": 1}},
+		{Kind: "exec", Skill: "", Total: 1, SuccessRate: 1, P50MS: 3, P90MS: 3, P95MS: 3, P99MS: 3, Outcomes: map[string]int{"ok": 1}},
 		{Kind: "session", Skill: "", Total: 1, Outcomes: map[string]int{"interrupted": 1}},
-		{Kind: "skill", Skill: "entities", Total: 3, SuccessRate: 0.5, P50MS: 5, P95MS: 7, P99MS: 7,
+		{Kind: "skill", Skill: "entities", Total: 3, SuccessRate: 0.5, P50MS: 5, P90MS: 7, P95MS: 7, P99MS: 7,
 			Outcomes: map[string]int{"ok": 1, "invalid_output": 1, "running": 1}},
-		{Kind: "skill", Skill: "summarize", Total: 20, SuccessRate: 0.75, P50MS: 10, P95MS: 19, P99MS: 20,
+		{Kind: "skill", Skill: "summarize", Total: 20, SuccessRate: 0.75, P50MS: 10, P90MS: 18, P95MS: 19, P99MS: 20,
 			Outcomes: map[string]int{"ok": 15, "exception": 5}},
 	}, stats)
 	stats, err = st.Stats(ctx, provenance.Filter{Kind: provenance.KindSkill, Since: t0.Add(30 * time.Minute)})

@@ -16,6 +16,7 @@ import (
 //     sessions.
 //  4. skills (registered over the API) and tokens.
 //  5. skills.hash and skill_audit: who changed which skill version, when.
+//  6. executions.codegen: how generated code was made (NULL for other kinds).
 var (
 	sqliteMigrations = []string{
 		`CREATE TABLE IF NOT EXISTS owners (
@@ -106,6 +107,8 @@ var (
 			hash    TEXT NOT NULL
 		);
 		CREATE INDEX skill_audit_by_skill ON skill_audit (skill, id);`,
+
+		`ALTER TABLE executions ADD COLUMN codegen TEXT; -- JSON {attempts, validated, ...}`,
 	}
 
 	postgresMigrations = []string{
@@ -195,6 +198,8 @@ var (
 			hash    text NOT NULL
 		);
 		CREATE INDEX skill_audit_by_skill ON skill_audit (skill, id);`,
+
+		`ALTER TABLE executions ADD COLUMN codegen jsonb;`,
 	}
 )
 

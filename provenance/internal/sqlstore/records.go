@@ -22,12 +22,13 @@ func (s *Store) Begin(ctx context.Context, rec *provenance.Record) error {
 	_, err := s.db.ExecContext(ctx, s.d.q(`INSERT INTO executions (execution_id, owner, kind, skill, version, actor_id, actor_type,
 		approved, tier, code_hash, inputs_hash, outputs_hash, session_id, turn, state_before, state_after,
 		interpreter, packages, limits, outcome, error, duration_ms, fuel_used,
-		memory_peak_bytes, host_calls, host_calls_total, started_at, finished_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		memory_peak_bytes, host_calls, host_calls_total, started_at, finished_at, codegen)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		rec.ExecutionID, s.owner, rec.Kind, rec.Skill, rec.Version, rec.ActorID, rec.ActorType,
 		rec.Approved, rec.Tier, rec.CodeHash, rec.InputsHash, rec.OutputsHash, rec.SessionID, rec.Turn, rec.StateBefore, rec.StateAfter,
 		s.d.json(interp), s.d.json(sets), s.d.json(limits), rec.Outcome, rec.Error, rec.DurationMS, clamp(rec.FuelUsed),
-		clamp(rec.MemoryPeakBytes), s.d.json(calls), rec.HostCallsTotal, s.d.time(rec.StartedAt), s.d.timePtr(rec.FinishedAt))
+		clamp(rec.MemoryPeakBytes), s.d.json(calls), rec.HostCallsTotal, s.d.time(rec.StartedAt), s.d.timePtr(rec.FinishedAt),
+		s.codegen(rec.Codegen))
 	if err != nil {
 		return fmt.Errorf("provenance: recording %s: %w", rec.ExecutionID, err)
 	}
@@ -37,10 +38,10 @@ func (s *Store) Begin(ctx context.Context, rec *provenance.Record) error {
 // Finish completes rec, written earlier by Begin.
 func (s *Store) Finish(ctx context.Context, rec *provenance.Record) error {
 	calls, _ := json.Marshal(nonNil(rec.HostCalls))
-	res, err := s.db.ExecContext(ctx, s.d.q(`UPDATE executions SET outputs_hash = ?, state_after = ?, outcome = ?, error = ?,
-		duration_ms = ?, fuel_used = ?, memory_peak_bytes = ?, host_calls = ?, host_calls_total = ?, finished_at = ?
-		WHERE execution_id = ?`),
-		rec.OutputsHash, rec.StateAfter, rec.Outcome, rec.Error, rec.DurationMS, clamp(rec.FuelUsed), clamp(rec.MemoryPeakBytes),
+	res, err := s.db.ExecContext(ctx, s.d.q(`UPDATE executions SET code_hash = ?, codegen = ?, outputs_hash = ?, state_after = ?,
+		outcome = ?, error = ?, duration_ms = ?, fuel_used = ?, memory_peak_bytes = ?, host_calls = ?, host_calls_total = ?,
+		finished_at = ? WHERE execution_id = ?`),
+		rec.CodeHash, s.codegen(rec.Codegen), rec.OutputsHash, rec.StateAfter, rec.Outcome, rec.Error, rec.DurationMS, clamp(rec.FuelUsed), clamp(rec.MemoryPeakBytes),
 		s.d.json(calls), rec.HostCallsTotal, s.d.timePtr(rec.FinishedAt), rec.ExecutionID)
 	if err != nil {
 		return fmt.Errorf("provenance: recording %s: %w", rec.ExecutionID, err)
@@ -53,18 +54,33 @@ func (s *Store) Finish(ctx context.Context, rec *provenance.Record) error {
 
 const columns = `execution_id, kind, skill, version, actor_id, actor_type, approved, tier, code_hash, inputs_hash, outputs_hash,
 	session_id, turn, state_before, state_after, interpreter, packages, limits, outcome, error, duration_ms, fuel_used,
-	memory_peak_bytes, host_calls, host_calls_total, started_at, finished_at`
+	memory_peak_bytes, host_calls, host_calls_total, started_at, finished_at, codegen`
+
+// codegen binds a record's codegen outcome: NULL when it has none.
+func (s *Store) codegen(c *provenance.Codegen) any {
+	if c == nil {
+		return nil
+	}
+	b, _ := json.Marshal(c)
+	return s.d.json(b)
+}
 
 func scan(row interface{ Scan(...any) error }) (*provenance.Record, error) {
 	var r provenance.Record
-	var interp, sets, limits, calls []byte
+	var interp, sets, limits, calls, gen []byte
 	var started, finished any
 	var fuel, mem int64
 	if err := row.Scan(&r.ExecutionID, &r.Kind, &r.Skill, &r.Version, &r.ActorID, &r.ActorType, &r.Approved, &r.Tier,
 		&r.CodeHash, &r.InputsHash, &r.OutputsHash, &r.SessionID, &r.Turn, &r.StateBefore, &r.StateAfter,
 		&interp, &sets, &limits, &r.Outcome, &r.Error, &r.DurationMS, &fuel, &mem,
-		&calls, &r.HostCallsTotal, &started, &finished); err != nil {
+		&calls, &r.HostCallsTotal, &started, &finished, &gen); err != nil {
 		return nil, err
+	}
+	if gen != nil {
+		r.Codegen = new(provenance.Codegen)
+		if err := json.Unmarshal(gen, r.Codegen); err != nil {
+			return nil, fmt.Errorf("provenance: execution %s: %w", r.ExecutionID, err)
+		}
 	}
 	r.FuelUsed, r.MemoryPeakBytes = uint64(fuel), uint64(mem)
 	if err := errors.Join(json.Unmarshal(interp, &r.Interpreter), json.Unmarshal(sets, &r.Packages),
@@ -193,7 +209,8 @@ func (s *Store) Stats(ctx context.Context, f provenance.Filter) ([]provenance.St
 			a.st.SuccessRate = float64(a.st.Outcomes[provenance.OutcomeOK]) / float64(finished)
 		}
 		sort.Float64s(a.durations)
-		a.st.P50MS, a.st.P95MS, a.st.P99MS = percentile(a.durations, 50), percentile(a.durations, 95), percentile(a.durations, 99)
+		a.st.P50MS, a.st.P90MS = percentile(a.durations, 50), percentile(a.durations, 90)
+		a.st.P95MS, a.st.P99MS = percentile(a.durations, 95), percentile(a.durations, 99)
 		out = append(out, a.st)
 	}
 	sort.Slice(out, func(i, j int) bool {
