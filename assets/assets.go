@@ -13,12 +13,14 @@
 package assets
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // The interpreter kinds.
@@ -75,24 +77,25 @@ func Load(opts Options) (*Interpreter, error) {
 			return nil, err
 		}
 	}
+	stamps := filepath.Join(cache, "interpreters", "verified")
 	switch opts.Select {
 	case "":
-		interp, err := loadBuild(WasmpyDir(cache))
+		interp, err := loadBuild(WasmpyDir(cache), stamps)
 		if errors.Is(err, os.ErrNotExist) {
-			interp, err = loadNPM(cache)
+			interp, err = loadNPM(cache, stamps)
 		}
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, ErrNotInstalled
 		}
 		return interp, err
 	case Wasmpy:
-		interp, err := loadBuild(WasmpyDir(cache))
+		interp, err := loadBuild(WasmpyDir(cache), stamps)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("wasmpy: the wasmpy interpreter build is not installed in %s: run `make interpreter`", WasmpyDir(cache))
 		}
 		return interp, err
 	case NPM:
-		interp, err := loadNPM(cache)
+		interp, err := loadNPM(cache, stamps)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("wasmpy: the npm interpreter is not installed: run `wasmpy setup`")
 		}
@@ -108,7 +111,7 @@ func loadPath(path string) (*Interpreter, error) {
 		return nil, fmt.Errorf("wasmpy: interpreter %q: %w", path, unwrapPath(err))
 	}
 	if fi.IsDir() {
-		return loadBuild(path)
+		return loadBuild(path, "")
 	}
 	wasm, err := os.ReadFile(path)
 	if err != nil {
@@ -117,16 +120,72 @@ func loadPath(path string) (*Interpreter, error) {
 	return &Interpreter{Kind: NPM, Version: "unknown", Wasm: wasm, SHA256: sum(wasm)}, nil
 }
 
-// verify reads path and checks its SHA-256 against want.
-func verify(path, want string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+// verify reads path and checks its SHA-256 against want. A file of the
+// cache verified before and unchanged since is not hashed again: its stamp
+// in the directory stamps ("": none) records the file's identity when it
+// was (device, inode, size, modification and change times; every write
+// moves the change time, and no user can set it back), and the hash it
+// had. As git does with its index, a file changed within stampAge is not
+// stamped: a write in the same tick of a coarse clock would keep its
+// identity. The stamps are trusted as wazero's compiled code beside them is.
+func verify(path, want, stamps string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	before := identity(f)
+	var buf bytes.Buffer
+	if fi, err := f.Stat(); err == nil {
+		buf.Grow(int(fi.Size()) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	stamp := ""
+	if stamps != "" && before != "" && identity(f) == before {
+		stamp = before + " " + want
+	}
+	if stamp != "" && readStamp(stamps, path) == stamp {
+		return b, nil
 	}
 	if got := sum(b); got != want {
 		return nil, fmt.Errorf("wasmpy: %s is corrupt: sha256 %s, want %s (delete it and run `make`)", path, got, want)
 	}
+	if stamp != "" && time.Since(changed(f)) > stampAge {
+		writeStamp(stamps, path, stamp) // one that cannot be written costs the next load a hash
+	}
 	return b, nil
+}
+
+// stampAge is how long a file must be unchanged to be stamped: more than
+// the coarsest file time stamps (a second) and a clock's tick.
+const stampAge = 2 * time.Second
+
+func stampPath(stamps, path string) string {
+	h := sha256.Sum256([]byte(path))
+	return filepath.Join(stamps, hex.EncodeToString(h[:12]))
+}
+
+func readStamp(stamps, path string) string {
+	b, _ := os.ReadFile(stampPath(stamps, path))
+	return string(b)
+}
+
+func writeStamp(stamps, path, stamp string) {
+	if os.MkdirAll(stamps, 0o755) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(stamps, ".tmp-*")
+	if err != nil {
+		return
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(stamp)
+	if tmp.Close() == nil && err == nil {
+		os.Rename(tmp.Name(), stampPath(stamps, path))
+	}
 }
 
 func sum(b []byte) string {
@@ -141,4 +200,35 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// Files lists the files Load(opts) would read, for a caller that keeps an
+// Interpreter across loads (a resident process) and must notice when one
+// of them changes.
+func Files(opts Options) ([]string, error) {
+	cache := opts.CacheDir
+	if cache == "" {
+		var err error
+		if cache, err = DefaultCacheDir(); err != nil {
+			return nil, err
+		}
+	}
+	build := func(dir string) []string {
+		return []string{filepath.Join(dir, "manifest.json"), filepath.Join(dir, "python.wasm"), filepath.Join(dir, "python313.zip")}
+	}
+	switch opts.Select {
+	case "":
+		if _, err := os.Stat(filepath.Join(WasmpyDir(cache), "manifest.json")); err == nil {
+			return build(WasmpyDir(cache)), nil
+		}
+		return []string{npmPath(cache)}, nil
+	case Wasmpy:
+		return build(WasmpyDir(cache)), nil
+	case NPM:
+		return []string{npmPath(cache)}, nil
+	}
+	if fi, err := os.Stat(opts.Select); err == nil && fi.IsDir() {
+		return build(opts.Select), nil
+	}
+	return []string{opts.Select}, nil
 }

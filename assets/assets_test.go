@@ -2,9 +2,11 @@ package assets
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -80,4 +82,47 @@ func TestFetchNPMVerifiesCache(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, path, dst)
 	require.Equal(t, npmSHA256, interp.SHA256)
+}
+
+// A verified interpreter of the cache is stamped, and a stamp that matches
+// the file as it is spares the next load the hash: it is what is trusted.
+// A change of any kind, even one that keeps the size and the modification
+// time, moves the file's change time and voids the stamp.
+func TestLoadStamps(t *testing.T) {
+	cache := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Dir(WasmpyDir(cache)), 0o755))
+	require.NoError(t, os.Rename(fakeBuild(t), WasmpyDir(cache)))
+	_, err := Load(Options{CacheDir: cache})
+	require.NoError(t, err)
+	stamps := filepath.Join(cache, "interpreters", "verified")
+	require.NoDirExists(t, stamps, "files changed just now are not stamped")
+	time.Sleep(stampAge + 100*time.Millisecond)
+	_, err = Load(Options{CacheDir: cache})
+	require.NoError(t, err)
+	entries, err := os.ReadDir(stamps)
+	require.NoError(t, err)
+	require.Len(t, entries, 2, "python.wasm and python313.zip")
+
+	// A change of the same size, with the old modification time put back.
+	wasm := filepath.Join(WasmpyDir(cache), "python.wasm")
+	fi, err := os.Stat(wasm)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(wasm, []byte("\x00asm\x01\x00\x00\x01"), 0o644))
+	require.NoError(t, os.Chtimes(wasm, fi.ModTime(), fi.ModTime()))
+	_, err = Load(Options{CacheDir: cache})
+	require.ErrorContains(t, err, "corrupt")
+
+	// A stamp for the file as it is now is believed without hashing.
+	f, err := os.Open(wasm)
+	require.NoError(t, err)
+	id := identity(f)
+	f.Close()
+	require.NotEmpty(t, id)
+	text, err := os.ReadFile(filepath.Join(WasmpyDir(cache), "manifest.json"))
+	require.NoError(t, err)
+	var m manifest
+	require.NoError(t, json.Unmarshal(text, &m))
+	writeStamp(stamps, wasm, id+" "+m.Outputs["python.wasm"])
+	_, err = Load(Options{CacheDir: cache})
+	require.NoError(t, err)
 }

@@ -29,8 +29,8 @@ type manifest struct {
 }
 
 // loadBuild loads a wasmpy build directory, checking each output against
-// the manifest written when it was built.
-func loadBuild(dir string) (*Interpreter, error) {
+// the manifest written when it was built (see verify for stamps).
+func loadBuild(dir, stamps string) (*Interpreter, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		return nil, err
@@ -39,11 +39,11 @@ func loadBuild(dir string) (*Interpreter, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("wasmpy: %s/manifest.json: %w", dir, err)
 	}
-	wasm, err := verify(filepath.Join(dir, "python.wasm"), m.Outputs["python.wasm"])
+	wasm, err := verify(filepath.Join(dir, "python.wasm"), m.Outputs["python.wasm"], stamps)
 	if err != nil {
 		return nil, err
 	}
-	stdlib, err := verify(filepath.Join(dir, "python313.zip"), m.Outputs["python313.zip"])
+	stdlib, err := verify(filepath.Join(dir, "python313.zip"), m.Outputs["python313.zip"], stamps)
 	if err != nil {
 		return nil, err
 	}

