@@ -58,11 +58,13 @@ func execFlags() []cli.Flag {
 		recordFlag, dbFlag,
 		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in), none, or names such as read_file,submit_result"},
 		interpreterFlag, cacheFlag,
+		&cli.BoolFlag{Name: "resident", Value: true, EnvVars: []string{"WASMPY_RESIDENT"},
+			Usage: "hand the run to your resident wasmpy process, starting one if none runs (see `wasmpy resident`); --resident=false or WASMPY_RESIDENT=0 runs it in this process"},
 	}
 }
 
 func execAction(c *cli.Context) error {
-	job, err := execJob(c)
+	job, appPath, err := execJob(c)
 	if app, ok := job.App.(*wasmpy.App); ok {
 		defer app.Close()
 	}
@@ -84,6 +86,9 @@ func execAction(c *cli.Context) error {
 	}
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
+	if handed, err := handOff(c, cfg, job, appPath, sigs); handed {
+		return err
+	}
 	sb, stop, err := loadWithSignals(c, cfg, sigs)
 	if err != nil {
 		return err
@@ -136,49 +141,55 @@ func execAction(c *cli.Context) error {
 			return err
 		}
 	}
+	return endExec(c, res, stop, res.File, out == nil || out.atLineStart())
+}
+
+// endExec ends a run, in this process or the resident's: the status a
+// signal imposed, the files for --out (file gives their contents), the report.
+func endExec(c *cli.Context, res *wasmpy.Result, stop int, file func(string) ([]byte, bool), atLineStart bool) error {
 	if stop != 0 {
 		res.ExitCode = stop
 	}
-	if err := writeOut(c, res); err != nil {
+	if err := writeOut(c, res.Files, file); err != nil {
 		return err
 	}
-	return report(c, res, out == nil || out.atLineStart())
+	return report(c, res, atLineStart)
 }
 
-// execJob reads the code (or module), the script's arguments and its stdin.
-func execJob(c *cli.Context) (wasmpy.Job, error) {
-	var job wasmpy.Job
+// execJob reads the code (or module), the script's arguments and its
+// stdin. It returns the path of the directory or zipapp it mounts, if any.
+func execJob(c *cli.Context) (job wasmpy.Job, appPath string, err error) {
 	args := c.Args().Slice()
 	job.Interactive = c.Bool("i")
 	stdinUsed := false
 	switch code := c.String("c"); {
 	case c.IsSet("c"):
 		if code == "" {
-			return job, usageErr("-c: empty code")
+			return job, "", usageErr("-c: empty code")
 		}
 		job.Code, job.Filename = code, "<string>"
 	case c.IsSet("m"):
 		if c.String("m") == "" {
-			return job, usageErr("-m: empty module name")
+			return job, "", usageErr("-m: empty module name")
 		}
 		job.Module = c.String("m")
-		if err := moduleProgram(&job, c.Bool("P")); err != nil {
-			return job, err
+		if appPath, err = moduleProgram(&job, c.Bool("P")); err != nil {
+			return job, "", err
 		}
 	case len(args) == 0 && isTerminal(c.App.Reader):
 		job.Interactive = true // python3 with no script, on a terminal: the REPL
 	case len(args) == 0 || args[0] == "-":
 		code, err := readText(c.App.Reader, "stdin", 0)
 		if err != nil {
-			return job, err
+			return job, "", err
 		}
 		job.Code, job.Filename, stdinUsed = code, "<stdin>", true
 		if len(args) > 0 {
 			args = args[1:]
 		}
 	default:
-		if err := scriptProgram(&job, args[0], c.Bool("P")); err != nil {
-			return job, err
+		if appPath, err = scriptProgram(&job, args[0], c.Bool("P")); err != nil {
+			return job, "", err
 		}
 		args = args[1:]
 	}
@@ -191,18 +202,18 @@ func execJob(c *cli.Context) (wasmpy.Job, error) {
 		if !stdinUsed {
 			job.Stdin = c.App.Reader
 		} else if c.IsSet("stdin") {
-			return job, usageErr("--stdin -: stdin already holds the script")
+			return job, "", usageErr("--stdin -: stdin already holds the script")
 		}
 	case "":
-		return job, usageErr("--stdin: give a FILE, or - for wasmpy's own stdin")
+		return job, "", usageErr("--stdin: give a FILE, or - for wasmpy's own stdin")
 	default:
 		b, err := readFile(in)
 		if err != nil {
-			return job, err
+			return job, "", err
 		}
 		job.Stdin = bytes.NewReader(b)
 	}
-	return job, nil
+	return job, appPath, nil
 }
 
 // programCode is what a record hashes as the code of an exec: the code,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/workspace"
 )
 
 // Flags shared by the commands that run code.
@@ -109,7 +110,7 @@ func commaList(list string) []string {
 // an os.Root: nothing already in the directory leads a write outside it. A
 // symlink where a file goes is replaced by the file; one on the way to it
 // that leaves the directory is refused.
-func writeOut(c *cli.Context, res *wasmpy.Result) error {
+func writeOut(c *cli.Context, files []workspace.FileChange, file func(string) ([]byte, bool)) error {
 	dir := c.String("out")
 	if dir == "" {
 		return nil
@@ -125,8 +126,8 @@ func writeOut(c *cli.Context, res *wasmpy.Result) error {
 		return fail(unwrap(err))
 	}
 	defer root.Close()
-	for _, f := range res.Files {
-		data, ok := res.File(f.Path)
+	for _, f := range files {
+		data, ok := file(f.Path)
 		if !ok {
 			continue
 		}
@@ -220,13 +221,17 @@ func parseSize(s string) (uint64, error) {
 
 // newSandbox opens a sandbox with the interpreter and cache flags.
 func newSandbox(c *cli.Context, cfg wasmpy.Config) (*wasmpy.Sandbox, error) {
-	cfg.Interpreter = c.String("interpreter")
-	cfg.CacheDir = c.String("cache-dir")
-	sb, err := wasmpy.New(c.Context, cfg)
+	sb, err := wasmpy.New(c.Context, withInterpreter(c, cfg))
 	if err != nil {
 		return nil, pkgErr(err) // a refused package set is the caller's input
 	}
 	return sb, nil
+}
+
+// withInterpreter is cfg with the interpreter and cache flags.
+func withInterpreter(c *cli.Context, cfg wasmpy.Config) wasmpy.Config {
+	cfg.Interpreter, cfg.CacheDir = c.String("interpreter"), c.String("cache-dir")
+	return cfg
 }
 
 // reparse lets flags follow the positional arguments, as in

@@ -152,7 +152,7 @@ func reportCodegen(c *cli.Context, rep *codegen.Report, fr *codegen.FunctionRepo
 		}
 		return true, nil
 	}
-	if err := writeOut(c, rep.Result); err != nil {
+	if err := writeOut(c, rep.Result.Files, rep.Result.File); err != nil {
 		return true, err
 	}
 	if c.Bool("json") {

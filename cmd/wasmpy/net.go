@@ -175,7 +175,7 @@ func netRunAction(c *cli.Context) error {
 	if run == nil && err != nil {
 		return netErr(c, path, err)
 	}
-	if err := writeOut(c, res); err != nil {
+	if err := writeOut(c, res.Files, res.File); err != nil {
 		return err
 	}
 	if c.Bool("json") {

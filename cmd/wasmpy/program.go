@@ -17,61 +17,63 @@ import (
 
 // scriptProgram fills in job for `exec PATH`: a directory or a zipapp runs
 // its __main__.py, a script runs with its directory mounted (a script that
-// is no regular file, such as <(...), has no directory of its own).
-func scriptProgram(job *wasmpy.Job, path string, isolate bool) error {
+// is no regular file, such as <(...), has no directory of its own). It
+// returns the path of what it mounts, if anything.
+func scriptProgram(job *wasmpy.Job, path string, isolate bool) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return usageErr("%s: %v", path, unwrap(err))
+		return "", usageErr("%s: %v", path, unwrap(err))
 	}
 	regular := fi.Mode().IsRegular() // not a pipe: <(...), /dev/stdin
 	if fi.IsDir() || regular && isZipapp(path) {
 		app, err := openApp(path)
 		if err != nil {
-			return err
+			return "", err
 		}
 		job.App = app
 		f, err := app.Open("__main__.py")
 		if err != nil {
-			return usageErr("can't find '__main__' module in %q", path)
+			return "", usageErr("can't find '__main__' module in %q", path)
 		}
-		return f.Close()
+		return path, f.Close()
 	}
 	f, size, err := openFile(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer f.Close()
 	if job.Code, err = readText(f, path, size); err != nil {
-		return err
+		return "", err
 	}
 	job.Filename = path
 	if isolate || !regular {
-		return nil
+		return "", nil
 	}
 	if job.App, err = openApp(filepath.Dir(path)); err != nil {
-		return err
+		return "", err
 	}
 	job.Filename = wasmpy.AppMount + "/" + filepath.Base(path)
-	return nil
+	return filepath.Dir(path), nil
 }
 
 // moduleProgram mounts the current directory for -m MODULE when MODULE's
 // top-level package or module is there, as python3 -m would import it
-// from there; otherwise (a standard or installed module) nothing.
-func moduleProgram(job *wasmpy.Job, isolate bool) error {
+// from there; otherwise (a standard or installed module) nothing. It
+// returns the path of what it mounts, if anything.
+func moduleProgram(job *wasmpy.Job, isolate bool) (string, error) {
 	top, _, _ := strings.Cut(job.Module, ".")
 	if isolate || top == "" {
-		return nil
+		return "", nil
 	}
 	if !exists(top+".py") && !isDir(top) {
-		return nil
+		return "", nil
 	}
 	app, err := openApp(".")
 	if err != nil {
-		return err
+		return "", err
 	}
 	job.App = app
-	return nil
+	return ".", nil
 }
 
 func openApp(path string) (*wasmpy.App, error) {
