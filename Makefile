@@ -59,8 +59,10 @@ test: all packages setup
 	$(GO) run ./internal/clustertest -wasmpy bin/wasmpy
 
 PYTHON ?= python3
+# (in a runtime dir of its own: the resident `wasmpy exec` starts is stopped after)
 test-python: all
-	cd python && WASMPY_BIN=$(abspath bin/wasmpy) $(PYTHON) -m unittest discover -s tests -v
+	rt=$$(mktemp -d) && trap 'XDG_RUNTIME_DIR=$$rt $(abspath bin/wasmpy) resident stop; rm -rf $$rt' EXIT && \
+	cd python && XDG_RUNTIME_DIR=$$rt WASMPY_BIN=$(abspath bin/wasmpy) $(PYTHON) -m unittest discover -s tests -v
 
 # The TypeScript SDK, pinned by its package-lock.json, goes into a
 # gitignored node_modules under testdata (which the go tool skips).

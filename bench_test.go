@@ -93,23 +93,34 @@ func BenchmarkNew(b *testing.B) {
 }
 
 // BenchmarkCLI is `wasmpy exec hello.py` from start to exit, beside
-// `python3 hello.py`.
+// `python3 hello.py`: handed to the resident process (started and warmed
+// first), and in-process (WASMPY_RESIDENT=0).
 func BenchmarkCLI(b *testing.B) {
 	bin, err := filepath.Abs("bin/wasmpy")
 	require.NoError(b, err)
 	_, err = os.Stat(bin)
 	require.NoError(b, err, "run make first")
 	script := "testdata/scripts/hello.py"
-	for _, kind := range append([]string{"wasmpy"}, baselineKinds()...) {
+	out, err := exec.Command(bin, "resident", "start").CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	for _, kind := range append([]string{"wasmpy", "wasmpy-in-process"}, baselineKinds()...) {
 		args := []string{"exec", script}
 		if kind == "baseline" {
 			args = []string{"exec", "--interpreter", os.Getenv("WASMPY_BENCH_BASELINE"), script}
 		}
 		b.Run(kind, func(b *testing.B) {
-			for b.Loop() {
-				out, err := exec.Command(bin, args...).Output()
+			run := func() {
+				cmd := exec.Command(bin, args...)
+				if kind == "wasmpy-in-process" {
+					cmd.Env = append(os.Environ(), "WASMPY_RESIDENT=0")
+				}
+				out, err := cmd.Output()
 				require.NoError(b, err)
 				require.Equal(b, "hello, world\n", string(out))
+			}
+			run() // the resident loads this configuration once
+			for b.Loop() {
+				run()
 			}
 		})
 	}
