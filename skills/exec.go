@@ -35,6 +35,9 @@ type Error struct {
 	// value), for invalid_input and invalid_output.
 	Pointer    *string     `json:"pointer,omitempty"`
 	Violations []Violation `json:"violations,omitempty"`
+	// Problems are every reason a skill given to register does not load,
+	// for invalid_skill.
+	Problems []Problem `json:"problems,omitempty"`
 }
 
 func (e *Error) Error() string { return "skills: " + e.Code + ": " + e.Message }

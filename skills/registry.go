@@ -54,6 +54,7 @@ func (p Problem) String() string { return p.Path + ": " + p.Reason }
 // a slow or broken skill never holds up the others.
 type Registry struct {
 	done chan struct{} // closed when loading is over
+	opts LoadOptions
 
 	mu       sync.RWMutex
 	skills   map[string]*Skill
@@ -62,23 +63,35 @@ type Registry struct {
 	pending  map[string]int // by name: the directories still being checked
 	groups   map[string][]*Skill
 	err      error // why loading stopped early
+
+	// The skills registered over the API (LoadOptions.Registered).
+	registered map[string][]*Skill       // by name, by version precedence
+	disabled   map[string]bool           // by versionKey
+	regPending map[string]int            // by name: versions still being checked
+	refused    map[string]refusedVersion // by versionKey: versions that did not pass
+	// changing serializes the changes to the registered skills (Register,
+	// SetDisabled, Delete, Sync), so Sync never undoes a change it did not
+	// read.
+	changing sync.Mutex
 }
 
-// Get returns the skill called name.
+// Get returns the skill called name as it runs by default: the skills
+// directory's, else its newest enabled registered version.
 func (r *Registry) Get(name string) (*Skill, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	s, ok := r.skills[name]
-	return s, ok
+	v, ok := r.Find(name, "")
+	if !ok || v.Disabled {
+		return nil, false
+	}
+	return v.Skill, true
 }
 
-// Skills returns the loaded skills, sorted by name.
+// Skills returns the skills that run by default (Get), sorted by name.
 func (r *Registry) Skills() []*Skill {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := make([]*Skill, len(r.names))
-	for i, n := range r.names {
-		out[i] = r.skills[n]
+	var out []*Skill
+	for _, n := range r.Names() {
+		if s, ok := r.Get(n); ok {
+			out = append(out, s)
+		}
 	}
 	return out
 }
@@ -88,16 +101,32 @@ func (r *Registry) Skills() []*Skill {
 func (r *Registry) Problems() []Problem {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return slices.Clone(r.problems)
+	out := slices.Clone(r.problems)
+	for _, f := range r.refused {
+		out = append(out, f.problems...)
+	}
+	for name, vs := range r.registered {
+		if dir, ok := r.skills[name]; ok {
+			out = append(out, Problem{Path: registeredPath(name, vs[0].Version), Skill: name,
+				Reason: fmt.Sprintf("name %q is also a skill of the skills directory (%s), which is served instead of its registered versions", name, dir.Dir)})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
 }
 
 // Pending returns the names of the skills still being checked, sorted.
 func (r *Registry) Pending() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	names := make([]string, 0, len(r.pending))
+	names := make([]string, 0, len(r.pending)+len(r.regPending))
 	for n := range r.pending {
 		names = append(names, n)
+	}
+	for n := range r.regPending {
+		if r.pending[n] == 0 {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names
@@ -107,7 +136,7 @@ func (r *Registry) Pending() []string {
 func (r *Registry) Loading(name string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.pending[name] > 0
+	return r.pending[name] > 0 || r.regPending[name] > 0
 }
 
 // Loaded reports whether loading is over: every skill loaded or refused.
@@ -151,6 +180,15 @@ type LoadOptions struct {
 	// SkillTimeout bounds the check of one skill's handler; a skill whose
 	// check takes longer is refused. 0 means DefaultSkillTimeout.
 	SkillTimeout time.Duration
+	// Registered, when set, is the store of the skills registered over the
+	// API (a provenance.Store is one): Start loads them beside the
+	// directory's, each version checked as a directory's skill is, and
+	// Register, SetDisabled and Delete change them.
+	Registered provenance.Skills
+	// SyncInterval, when positive (and with Registered), is how often the
+	// registry reads Registered again once loaded, to pick up what other
+	// replicas registered, disabled or deleted, until Start's ctx is done.
+	SyncInterval time.Duration
 }
 
 // LoadDir loads every skill in the subdirectories of dir; see Load.
@@ -237,26 +275,44 @@ func Start(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Registry, error)
 	if err != nil {
 		return nil, fmt.Errorf("skills: %w", err)
 	}
-	l := &loader{fsys: fsys, opts: opts, r: &Registry{done: make(chan struct{}), skills: map[string]*Skill{},
-		pending: map[string]int{}, groups: map[string][]*Skill{}}}
+	l := &loader{opts: opts, r: &Registry{done: make(chan struct{}), opts: opts, skills: map[string]*Skill{},
+		pending: map[string]int{}, groups: map[string][]*Skill{}, registered: map[string][]*Skill{},
+		disabled: map[string]bool{}, regPending: map[string]int{}, refused: map[string]refusedVersion{}}}
 	var todo []candidate
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
 			continue
 		}
-		c := l.readManifest(e.Name())
+		c := l.readManifest(fsys, opts.Root, e.Name())
 		if c.decoded {
 			l.r.pending[c.skill.Name]++
 		}
 		todo = append(todo, c)
 	}
-	go l.run(ctx, todo)
+	if opts.Registered != nil {
+		all, err := opts.Registered.RegisteredSkills(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("skills: reading the registered skills: %w", err)
+		}
+		for _, rs := range all {
+			c := l.registeredCandidate(rs)
+			if c.decoded {
+				l.r.regPending[rs.Name]++
+			}
+			todo = append(todo, c)
+		}
+	}
+	go func() {
+		l.run(ctx, todo)
+		if opts.Registered != nil && opts.SyncInterval > 0 {
+			l.r.syncEvery(ctx, opts.SyncInterval)
+		}
+	}()
 	return l.r, nil
 }
 
-// loader loads one registry.
+// loader loads skills into one registry.
 type loader struct {
-	fsys fs.FS
 	opts LoadOptions
 	r    *Registry
 }
@@ -264,17 +320,22 @@ type loader struct {
 // candidate is a skill directory on its way through the checks.
 type candidate struct {
 	skill    *Skill // Dir is the directory's name in fsys
+	fsys     fs.FS
+	root     string // how the directory holding the skill is named in problems' paths
 	decoded  bool   // skill.yaml decoded, so the skill has a name and a handler to check
 	problems []Problem
+	// reg is the registered version the candidate is, or nil for one of
+	// the skills directory.
+	reg *provenance.RegisteredSkill
 }
 
-// where names a file of the skills directory as users know it.
-func (l *loader) where(elem ...string) string {
-	return filepath.Join(append([]string{l.opts.Root}, elem...)...)
+// where names a file of the candidate as users know it.
+func (c *candidate) where(elem ...string) string {
+	return filepath.Join(append([]string{c.root}, elem...)...)
 }
 
-func (c *candidate) fail(l *loader, file, format string, args ...any) {
-	c.problems = append(c.problems, Problem{Path: l.where(c.skill.Dir, file), Skill: c.skill.Name, Reason: fmt.Sprintf(format, args...)})
+func (c *candidate) fail(file, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Path: c.where(c.skill.Dir, file), Skill: c.skill.Name, Reason: fmt.Sprintf(format, args...)})
 }
 
 // run checks the candidates on a few workers, and closes r.done.
@@ -304,20 +365,21 @@ feed:
 		l.r.mu.Lock()
 		l.r.err = fmt.Errorf("skills: loading: %w", ctx.Err())
 		clear(l.r.pending)
+		clear(l.r.regPending)
 		l.r.mu.Unlock()
 	}
 }
 
-// readManifest reads and checks a directory's skill.yaml.
-func (l *loader) readManifest(dir string) candidate {
-	c := candidate{skill: &Skill{Dir: dir}}
-	raw, err := readCapped(l.fsys, path.Join(dir, ManifestFile), maxManifestBytes)
+// readManifest reads and checks the skill.yaml of dir in fsys.
+func (l *loader) readManifest(fsys fs.FS, root, dir string) candidate {
+	c := candidate{skill: &Skill{Dir: dir}, fsys: fsys, root: root}
+	raw, err := readCapped(fsys, path.Join(dir, ManifestFile), maxManifestBytes)
 	if err != nil {
-		c.fail(l, ManifestFile, "%v", err)
+		c.fail(ManifestFile, "%v", err)
 		return c
 	}
 	if err := checkShape(raw); err != nil {
-		c.fail(l, ManifestFile, "%v", err)
+		c.fail(ManifestFile, "%v", err)
 		return c
 	}
 	var m manifest
@@ -327,28 +389,28 @@ func (l *loader) readManifest(dir string) candidate {
 	var te *yaml.TypeError
 	switch {
 	case errors.Is(err, io.EOF):
-		c.fail(l, ManifestFile, "empty")
+		c.fail(ManifestFile, "empty")
 		return c
 	case errors.As(err, &te):
 		// yaml.v3 decodes what it can past type errors: report those and
 		// every other problem at once, not one per round of fixing.
 		problems, fields := yamlTypeProblems(raw, te.Errors)
 		for _, p := range problems {
-			c.fail(l, ManifestFile, "%s", p)
+			c.fail(ManifestFile, "%s", p)
 		}
 		for _, reason := range m.check(c.skill, l.opts) {
 			if !concerns(reason, fields) {
-				c.fail(l, ManifestFile, "%s", reason)
+				c.fail(ManifestFile, "%s", reason)
 			}
 		}
 		return c
 	case err != nil:
-		c.fail(l, ManifestFile, "%s", strings.TrimPrefix(flatten(err.Error()), "yaml: "))
+		c.fail(ManifestFile, "%s", strings.TrimPrefix(flatten(err.Error()), "yaml: "))
 		return c
 	}
 	c.decoded = true
 	for _, reason := range m.check(c.skill, l.opts) {
-		c.fail(l, ManifestFile, "%s", reason)
+		c.fail(ManifestFile, "%s", reason)
 	}
 	return c
 }
@@ -360,18 +422,18 @@ func (l *loader) check(ctx context.Context, c *candidate) {
 	if !c.decoded {
 		return // nothing else to go by
 	}
-	if raw, err := readCapped(l.fsys, path.Join(s.Dir, SchemaFile), maxSchemaBytes); err != nil {
-		c.fail(l, SchemaFile, "%v", err)
+	if raw, err := readCapped(c.fsys, path.Join(s.Dir, SchemaFile), maxSchemaBytes); err != nil {
+		c.fail(SchemaFile, "%v", err)
 	} else {
 		for _, reason := range s.loadSchemas(raw) {
-			c.fail(l, SchemaFile, "%s", reason)
+			c.fail(SchemaFile, "%s", reason)
 		}
 	}
 	if s.module != "" {
 		file := s.module + ".py"
-		src, err := readCapped(l.fsys, path.Join(s.Dir, file), maxSourceBytes)
+		src, err := readCapped(c.fsys, path.Join(s.Dir, file), maxSourceBytes)
 		if err != nil {
-			c.fail(l, file, "%v (handler %q)", err, s.Handler)
+			c.fail(file, "%v (handler %q)", err, s.Handler)
 		} else {
 			s.Source, s.CodeHash = string(src), provenance.HashBytes(src)
 		}
@@ -380,7 +442,7 @@ func (l *loader) check(ctx context.Context, c *candidate) {
 		return
 	}
 	for _, reason := range l.checkHandler(ctx, s) {
-		c.fail(l, s.module+".py", "%s", reason)
+		c.fail(s.module+".py", "%s", reason)
 	}
 }
 
@@ -391,6 +453,10 @@ func (l *loader) finish(c candidate) {
 	r := l.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if c.reg != nil {
+		r.finishRegistered(c)
+		return
+	}
 	r.problems = append(r.problems, c.problems...)
 	defer func() {
 		sort.SliceStable(r.problems, func(i, j int) bool { return r.problems[i].Path < r.problems[j].Path })
@@ -411,7 +477,7 @@ func (l *loader) finish(c candidate) {
 	switch {
 	case len(ss) == 1:
 		s := ss[0]
-		s.Dir = l.where(s.Dir) // the path users recognise
+		s.Dir = filepath.Join(l.opts.Root, s.Dir) // the path users recognise
 		r.skills[name] = s
 		i, _ := slices.BinarySearch(r.names, name)
 		r.names = slices.Insert(r.names, i, name)
@@ -420,10 +486,10 @@ func (l *loader) finish(c candidate) {
 			var others []string
 			for _, o := range ss {
 				if o != s {
-					others = append(others, l.where(o.Dir))
+					others = append(others, filepath.Join(l.opts.Root, o.Dir))
 				}
 			}
-			r.problems = append(r.problems, Problem{Path: l.where(s.Dir, ManifestFile), Skill: name,
+			r.problems = append(r.problems, Problem{Path: filepath.Join(l.opts.Root, s.Dir, ManifestFile), Skill: name,
 				Reason: fmt.Sprintf("name %q is also used by %s", name, strings.Join(others, ", "))})
 		}
 	}

@@ -54,6 +54,10 @@ type Skill struct {
 	// Limits bound each run; a zero field means the executor's default.
 	Limits wasmpy.Limits
 
+	// Registration is how the skill was registered over the API; nil for
+	// one loaded from a directory.
+	Registration *Registration
+
 	Dir      string // where the skill was loaded from, for messages
 	Source   string // the handler module's source
 	CodeHash string // hex SHA-256 of Source
@@ -111,6 +115,22 @@ type Info struct {
 	Limits           LimitsInfo          `json:"limits"` // as runs get them: defaults filled in
 	Grants           []wasmpy.Capability `json:"grants"`
 	CodeHash         string              `json:"code_hash"`
+	// Registration is how this version was registered over the API; absent
+	// for a skill of the skills directory.
+	Registration *Registration `json:"registration,omitempty"`
+	// Disabled: this version is registered but does not run until an admin
+	// enables it again.
+	Disabled bool `json:"disabled"`
+	// Versions are every registered version of the skill, in the service's
+	// answers; absent for a skill of the skills directory.
+	Versions []VersionInfo `json:"versions,omitempty"`
+}
+
+// VersionInfo is one registered version of a skill, as listed.
+type VersionInfo struct {
+	Version  string `json:"version"`
+	Disabled bool   `json:"disabled"`
+	*Registration
 }
 
 // LimitsInfo is Limits as JSON.
@@ -138,6 +158,7 @@ func (s *Skill) info(limits wasmpy.Limits) Info {
 		Name: s.Name, Version: s.Version, Description: s.Description, Handler: s.Handler,
 		SafetyFlags: s.SafetyFlags, RequiresApproval: s.NeedsApproval(),
 		Tags: tags, Requires: requires, Limits: limitsInfo(limits), Grants: s.Grants(), CodeHash: s.CodeHash,
+		Registration: s.Registration,
 	}
 }
 

@@ -40,16 +40,31 @@ type skillList struct {
 	Count  int           `json:"count"`
 }
 
+// skillList lists every skill as it runs by default, with its versions;
+// one whose every version is disabled is listed, as disabled.
 func (s *Service) skillList() skillList {
 	list := skillList{Skills: []skills.Info{}}
-	for _, sk := range s.cfg.Registry.Skills() {
-		list.Skills = append(list.Skills, s.describe(sk))
+	for _, name := range s.cfg.Registry.Names() {
+		if v, ok := s.cfg.Registry.Find(name, ""); ok {
+			list.Skills = append(list.Skills, s.describe(v))
+		}
 	}
 	list.Count = len(list.Skills)
 	return list
 }
 
-func (s *Service) describe(sk *skills.Skill) skills.Info { return s.cfg.Executor.Describe(sk) }
+// describe is a version's description, with whether it is disabled and
+// the skill's registered versions.
+func (s *Service) describe(v skills.Version) skills.Info {
+	in := s.cfg.Executor.Describe(v.Skill)
+	in.Disabled = v.Disabled
+	if v.Registration != nil {
+		for _, o := range s.cfg.Registry.Versions(v.Name) {
+			in.Versions = append(in.Versions, skills.VersionInfo{Version: o.Version, Disabled: o.Disabled, Registration: o.Registration})
+		}
+	}
+	return in
+}
 
 func (s *Service) classicList(w http.ResponseWriter, r *http.Request) error {
 	s.writeJSON(w, http.StatusOK, s.skillList())
@@ -59,6 +74,7 @@ func (s *Service) classicList(w http.ResponseWriter, r *http.Request) error {
 // classicBody is POST /skills/execute's body: the skill is named in it.
 type classicBody struct {
 	Skill     string          `json:"skill"`
+	Version   string          `json:"version,omitempty"` // "" for the newest enabled
 	Args      json.RawMessage `json:"args"`
 	ActorID   string          `json:"actor_id"`
 	ActorType string          `json:"actor_type"`
@@ -82,7 +98,7 @@ func (s *Service) classicExecute(w http.ResponseWriter, r *http.Request) error {
 	if body.Skill == "" {
 		return fail(CodeBadRequest, `"skill" is empty: name the skill to run (GET /skills/list lists them)`)
 	}
-	sk, err := s.skillNamed(r, body.Skill)
+	sk, err := s.runnable(r, body.Skill, body.Version)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ const (
 	CodeCrossOrigin          = "cross_origin"
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodeNotFound             = "not_found"
-	CodeUnknownSkill         = "unknown_skill"
+	CodeUnknownSkill         = skills.CodeUnknownSkill
 	CodeUnknownExecution     = "unknown_execution"
 	CodeExecDisabled         = "exec_disabled"
 	CodeMethodNotAllowed     = "method_not_allowed"
@@ -39,6 +39,11 @@ var statusOf = map[string]int{
 	CodeForbidden:               http.StatusForbidden,
 	CodeNotFound:                http.StatusNotFound,
 	CodeUnknownSkill:            http.StatusNotFound,
+	skills.CodeInvalidSkill:     http.StatusUnprocessableEntity,
+	skills.CodeSkillExists:      http.StatusConflict,
+	skills.CodeSkillDisabled:    http.StatusConflict,
+	skills.CodeNotRegistered:    http.StatusConflict,
+	skills.CodeNoRegistration:   http.StatusNotImplemented,
 	CodeUnknownExecution:        http.StatusNotFound,
 	CodeUnknownSession:          http.StatusNotFound,
 	CodeSessionConflict:         http.StatusConflict,

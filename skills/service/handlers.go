@@ -74,29 +74,47 @@ func (s *Service) listSkills(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// skill finds the skill the path names.
-func (s *Service) skill(r *http.Request) (*skills.Skill, error) {
-	return s.skillNamed(r, r.PathValue("name"))
+// skill finds the skill the path names, at its version if the path has
+// one; a disabled version is found (to describe it), not refused.
+func (s *Service) skill(r *http.Request) (skills.Version, error) {
+	return s.skillNamed(r, r.PathValue("name"), r.PathValue("version"))
 }
 
-func (s *Service) skillNamed(r *http.Request, name string) (*skills.Skill, error) {
+// skillNamed finds the skill called name at version ("" for the one that
+// runs by default).
+func (s *Service) skillNamed(r *http.Request, name, version string) (skills.Version, error) {
 	info(r).skill = name
-	sk, ok := s.cfg.Registry.Get(name)
+	v, ok := s.cfg.Registry.Find(name, version)
 	switch {
 	case ok:
-		return sk, nil
+		return v, nil
 	case s.cfg.Registry.Loading(name):
-		return nil, fail(CodeLoading, "skill %q is still being loaded; retry shortly", name)
+		return v, fail(CodeLoading, "skill %q is still being loaded; retry shortly", name)
+	case version != "" && len(s.cfg.Registry.Versions(name)) > 0:
+		return v, fail(CodeUnknownSkill, "skill %q has no version %q (its versions: %s)", name, version, s.cfg.Registry.VersionNames(name))
 	}
-	return nil, fail(CodeUnknownSkill, "no skill %q (GET /skills lists them)", name)
+	return v, fail(CodeUnknownSkill, "no skill %q (GET /skills lists them)", name)
+}
+
+// runnable finds the skill a run asks for and checks it may run: not
+// disabled, here or on another replica.
+func (s *Service) runnable(r *http.Request, name, version string) (*skills.Skill, error) {
+	v, err := s.skillNamed(r, name, version)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Registry.Runnable(r.Context(), v.Skill); err != nil {
+		return nil, err
+	}
+	return v.Skill, nil
 }
 
 func (s *Service) getSkill(w http.ResponseWriter, r *http.Request) error {
-	sk, err := s.skill(r)
+	v, err := s.skill(r)
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, s.describe(sk))
+	s.writeJSON(w, http.StatusOK, s.describe(v))
 	return nil
 }
 
@@ -107,11 +125,11 @@ type schemaPair struct {
 }
 
 func (s *Service) getSchema(w http.ResponseWriter, r *http.Request) error {
-	sk, err := s.skill(r)
+	v, err := s.skill(r)
 	if err != nil {
 		return err
 	}
-	s.writeJSON(w, http.StatusOK, schemaPair{Input: sk.InputSchema, Output: sk.OutputSchema})
+	s.writeJSON(w, http.StatusOK, schemaPair{Input: v.InputSchema, Output: v.OutputSchema})
 	return nil
 }
 
@@ -130,12 +148,12 @@ func (s *Service) getExecution(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) execute(w http.ResponseWriter, r *http.Request) error {
-	sk, err := s.skill(r)
-	if err != nil {
-		return err
-	}
 	var body executeBody
 	if err := s.decodeBody(w, r, &body); err != nil {
+		return err
+	}
+	sk, err := s.runnable(r, r.PathValue("name"), body.Version)
+	if err != nil {
 		return err
 	}
 	return s.executeSkill(w, r, sk, skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved}, nil)

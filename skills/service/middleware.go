@@ -115,7 +115,7 @@ func (s *Service) sameOrigin(next http.Handler) http.Handler {
 // another method, else 404.
 func (s *Service) fallback(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) error {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		if m == r.Method {
 			continue
 		}

@@ -21,11 +21,15 @@ import (
 type apiRoute struct {
 	pattern string // as registered: "GET /skills/{name}"
 	summary string
-	body    any    // the request body's type, nil for none
-	answer  any    // the success answer's type; nil with text for text/plain, or for none
-	text    string // a text/plain answer's description
-	status  int    // the success status; 0 means 200
-	runs    bool   // a run: a failed one answers its own type (with "error"), not errorBody
+	body    any      // the request body's type, nil for none
+	answer  any      // the success answer's type; nil with text for text/plain, or for none
+	text    string   // a text/plain answer's description
+	status  int      // the success status; 0 means 200
+	runs    bool     // a run: a failed one answers its own type (with "error"), not errorBody
+	query   []string // the query parameters, each an optional string
+	// files: the body may also be multipart/form-data, one part per file,
+	// named by the file's name.
+	files bool
 }
 
 // apiRoutes are every route the service serves.
@@ -46,6 +50,13 @@ var apiRoutes = []apiRoute{
 	{pattern: "POST /sessions/{id}/exec", summary: "Run one turn of a session, as POST /exec", body: execBody{}, answer: skills.ExecutionJSON{}, runs: true},
 	{pattern: "POST /sessions/{id}/fork", summary: "A new session from this one's state", answer: skills.SessionInfo{}, status: http.StatusCreated},
 	{pattern: "DELETE /sessions/{id}", summary: "Close a session", status: http.StatusNoContent},
+	{pattern: "POST /skills/register", summary: "Register a skill version from its three files (admin token); 422 invalid_skill lists every problem, 409 skill_exists for a version registered already",
+		body: registerBody{}, files: true, answer: skills.Info{}, status: http.StatusCreated},
+	{pattern: "GET /skills/{name}/versions/{version}", summary: "One version of a skill", answer: skills.Info{}},
+	{pattern: "POST /skills/{name}/versions/{version}/disable", summary: "Disable a registered version (admin token): listed, but runs answer 409 skill_disabled", answer: skills.Info{}},
+	{pattern: "POST /skills/{name}/versions/{version}/enable", summary: "Enable a registered version again (admin token)", answer: skills.Info{}},
+	{pattern: "DELETE /skills/{name}/versions/{version}", summary: "Delete a registered version (admin token)", status: http.StatusNoContent},
+	{pattern: "GET /audit", summary: "The audit trail of the registered skills, newest first (admin token)", answer: auditTrail{}, query: []string{"skill", "limit"}},
 	{pattern: "GET /metrics", summary: "Prometheus metrics", text: "Prometheus text exposition format"},
 	{pattern: "GET /openapi.json", summary: "This document", answer: map[string]any{}},
 }
@@ -65,12 +76,21 @@ func openAPI(version string, routes []apiRoute) map[string]any {
 		method, path, _ := strings.Cut(rt.pattern, " ")
 		path = strings.TrimSuffix(path, "{$}")
 		op := map[string]any{"summary": rt.summary, "operationId": operationID(method, path)}
-		if params := pathParams(path); len(params) > 0 {
+		params := pathParams(path)
+		for _, q := range rt.query {
+			params = append(params, map[string]any{"name": q, "in": "query", "required": false, "schema": map[string]any{"type": "string"}})
+		}
+		if len(params) > 0 {
 			op["parameters"] = params
 		}
 		if rt.body != nil {
-			op["requestBody"] = map[string]any{"required": true,
-				"content": map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(rt.body))}}}
+			content := map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(rt.body))}}
+			if rt.files {
+				content["multipart/form-data"] = map[string]any{"schema": map[string]any{"type": "object",
+					"description":          "one part per file, named by the file's name",
+					"additionalProperties": map[string]any{"type": "string", "contentMediaType": "application/octet-stream"}}}
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": content}
 		}
 		status := rt.status
 		if status == 0 {

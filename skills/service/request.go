@@ -19,6 +19,7 @@ const maxBodyDepth = 512
 
 // executeBody is POST /skills/{name}/execute's body.
 type executeBody struct {
+	Version   string          `json:"version,omitempty"` // a registered version; "" for the newest enabled
 	Args      json.RawMessage `json:"args"`
 	ActorID   string          `json:"actor_id"`
 	ActorType string          `json:"actor_type"`

@@ -166,6 +166,7 @@ func New(cfg Config) (*Service, error) {
 	route("GET /metrics", s.serveMetrics)
 	route("GET /openapi.json", s.serveOpenAPI)
 	s.classicRoutes(route)
+	s.registryRoutes(route)
 	s.openapi = openAPI(cfg.Version, apiRoutes)
 	if cfg.MCP != nil {
 		mux.Handle("/mcp", cfg.MCP)
