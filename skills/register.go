@@ -26,6 +26,10 @@ const (
 	CodeNoRegistration = "no_registration" // there is no store to keep registered skills
 )
 
+// ErrRegistered wraps the store's error when the registered skills cannot
+// be read.
+var ErrRegistered = errors.New("skills: reading the registered skills")
+
 // Registration is how a skill version was registered over the API.
 type Registration struct {
 	Hash string    `json:"hash"` // of its files (provenance.HashFiles)
@@ -391,7 +395,7 @@ func (r *Registry) Sync(ctx context.Context) error {
 	defer r.changing.Unlock()
 	all, err := st.RegisteredSkills(ctx)
 	if err != nil {
-		return fmt.Errorf("skills: reading the registered skills: %w", err)
+		return fmt.Errorf("%w: %w", ErrRegistered, err)
 	}
 	stored := map[string]*provenance.RegisteredSkill{}
 	for _, rs := range all {

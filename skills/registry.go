@@ -292,7 +292,7 @@ func Start(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Registry, error)
 	if opts.Registered != nil {
 		all, err := opts.Registered.RegisteredSkills(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("skills: reading the registered skills: %w", err)
+			return nil, fmt.Errorf("%w: %w", ErrRegistered, err)
 		}
 		for _, rs := range all {
 			c := l.registeredCandidate(rs)

@@ -42,6 +42,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "how long runs in progress may take to finish on shutdown"},
 			&cli.DurationFlag{Name: "drain-delay", EnvVars: []string{"WASMPY_DRAIN_DELAY"},
 				Usage: "on shutdown, how long to keep answering with /health/ready failing before closing the listener, so a load balancer stops sending traffic first"},
+			&cli.DurationFlag{Name: "skill-sync", Value: 5 * time.Second, Usage: "how often to pick up the skills registered, disabled or deleted on other replicas sharing --db (0: at start only; a run always asks the store whether its version is still enabled)"},
 			&cli.DurationFlag{Name: "skill-check-timeout", Value: skills.DefaultSkillTimeout, Usage: "bound on checking one skill's handler at load; a skill whose check takes longer is skipped"},
 			&cli.BoolFlag{Name: "enable-exec", Usage: "turn on POST /exec (and MCP's run_python and workspace tools), which run any code they are sent"},
 			&cli.BoolFlag{Name: "mcp", Usage: "serve MCP (streamable HTTP) at /mcp, behind the same tokens"},
@@ -79,6 +80,9 @@ func serveAction(c *cli.Context) error {
 	if c.Duration("drain-delay") < 0 {
 		return usageErr("--drain-delay must not be negative")
 	}
+	if c.Duration("skill-sync") < 0 {
+		return usageErr("--skill-sync must not be negative")
+	}
 	adm, err := admission(c)
 	if err != nil {
 		return err
@@ -108,7 +112,7 @@ func serveAction(c *cli.Context) error {
 	defer ex.Close(c.Context)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	reg, err := startSkills(ctx, c, ex, c.String("skills"))
+	reg, err := startSkills(ctx, c, ex, c.String("skills"), st)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
 	"github.com/wasmpy/wasmpy/skills"
 )
@@ -99,7 +100,7 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits) (*skills.Ex
 
 // loadSkills loads --skills (or the built-in examples).
 func loadSkills(c *cli.Context, ex *skills.Executor, dir string) (*skills.Registry, error) {
-	reg, err := startSkills(c.Context, c, ex, dir)
+	reg, err := startSkills(c.Context, c, ex, dir, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +110,13 @@ func loadSkills(c *cli.Context, ex *skills.Executor, dir string) (*skills.Regist
 	return reg, nil
 }
 
-// startSkills starts loading --skills (or the built-in examples).
-func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dir string) (*skills.Registry, error) {
-	// --skill-check-timeout is serve's; elsewhere it reads as 0, the default.
+// startSkills starts loading --skills (or the built-in examples), and the
+// skills registered in registered if it is set.
+func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dir string, registered provenance.Skills) (*skills.Registry, error) {
+	// --skill-check-timeout and --skill-sync are serve's; elsewhere they read
+	// as 0, the default.
 	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls(),
-		SkillTimeout: c.Duration("skill-check-timeout")}
+		SkillTimeout: c.Duration("skill-check-timeout"), Registered: registered, SyncInterval: c.Duration("skill-sync")}
 	var reg *skills.Registry
 	var err error
 	if dir == "" {
@@ -122,7 +125,10 @@ func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dir s
 	} else {
 		reg, err = skills.StartDir(ctx, dir, opts)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, skills.ErrRegistered):
+		return nil, &exitError{code: exitWasmpy, msg: oneLine(err)}
+	case err != nil:
 		return nil, usageErr("%s", strings.TrimPrefix(err.Error(), "skills: "))
 	}
 	return reg, nil
