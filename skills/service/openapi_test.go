@@ -36,6 +36,21 @@ func metaSchema(t *testing.T) *jsonschema.Schema {
 	return s
 }
 
+// answerSchemas closes the document's schemas (strict) and returns the
+// schema of a route's answer with a status ("default" for errors).
+func answerSchemas(t *testing.T, doc any) func(method, path, status string) *jsonschema.Schema {
+	strict(doc)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource("mem:///openapi.json", doc))
+	return func(method, path, status string) *jsonschema.Schema {
+		esc := strings.ReplaceAll(path, "/", "~1")
+		loc := "mem:///openapi.json#/paths/" + esc + "/" + strings.ToLower(method) + "/responses/" + status + "/content/application~1json/schema"
+		s, err := c.Compile(loc)
+		require.NoError(t, err, loc)
+		return s
+	}
+}
+
 // strict closes every object schema of the document (additionalProperties:
 // false), so an answer with a field the document lacks fails the test.
 func strict(v any) {
@@ -98,16 +113,7 @@ func TestOpenAPI(t *testing.T) {
 
 	// Real answers match the document's schemas, closed: no field the
 	// document lacks, none it requires missing.
-	strict(doc)
-	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource("mem:///openapi.json", doc))
-	schemaOf := func(method, path, status string) *jsonschema.Schema {
-		esc := strings.ReplaceAll(path, "/", "~1")
-		loc := "mem:///openapi.json#/paths/" + esc + "/" + strings.ToLower(method) + "/responses/" + status + "/content/application~1json/schema"
-		s, err := c.Compile(loc)
-		require.NoError(t, err, loc)
-		return s
-	}
+	schemaOf := answerSchemas(t, doc)
 	var id string
 	for _, tc := range []struct {
 		method, path, route, body string

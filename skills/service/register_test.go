@@ -8,8 +8,10 @@ import (
 	"mime/multipart"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy/internal/pgtest"
@@ -359,4 +361,42 @@ func TestRegisteredAcrossReplicasPostgres(t *testing.T) {
 	trail := c.do(t, "GET", "/audit?skill=greet", "", admin...).body["entries"].([]any)
 	require.Len(t, trail, 5, "register, disable, enable, register, delete")
 	require.Equal(t, "delete", trail[0].(map[string]any)["action"])
+}
+
+// The answers of the registration routes match the OpenAPI document, which
+// a real validator accepts.
+func TestRegisterOpenAPI(t *testing.T) {
+	addr := filepath.Join(t.TempDir(), "p.db")
+	tok := seedTokens(t, addr)
+	s, stop := startReplica(t, addr)
+	defer stop()
+	admin := bearer(tok.admin)
+	r := s.do(t, "GET", "/openapi.json", "", admin...)
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(r.raw))
+	require.NoError(t, err)
+	require.NoError(t, metaSchema(t).Validate(doc))
+	ops := doc.(map[string]any)["paths"].(map[string]any)["/skills/register"].(map[string]any)["post"].(map[string]any)
+	require.Contains(t, ops["requestBody"].(map[string]any)["content"], "multipart/form-data")
+	schemaOf := answerSchemas(t, doc)
+	for _, c := range []struct {
+		method, path, route, body string
+		status                    int
+		documented                string
+	}{
+		{"POST", "/skills/register", "/skills/register", filesBody(t, greet("1.0.0", "hello")), 201, "201"},
+		{"POST", "/skills/register", "/skills/register", filesBody(t, greet("1.0.0", "hello")), 409, "default"},
+		{"POST", "/skills/register", "/skills/register", filesBody(t, map[string]string{"skill.yaml": "name: x"}), 422, "default"},
+		{"GET", "/skills/greet/versions/1.0.0", "/skills/{name}/versions/{version}", "", 200, "200"},
+		{"POST", "/skills/greet/versions/1.0.0/disable", "/skills/{name}/versions/{version}/disable", "", 200, "200"},
+		{"POST", "/skills/greet/versions/1.0.0/enable", "/skills/{name}/versions/{version}/enable", "", 200, "200"},
+		{"GET", "/skills", "/skills", "", 200, "200"},
+		{"GET", "/audit", "/audit", "", 200, "200"},
+		{"DELETE", "/skills/greet/versions/2.0.0", "/skills/{name}/versions/{version}", "", 404, "default"},
+	} {
+		r := s.do(t, c.method, c.path, c.body, admin...)
+		require.Equal(t, c.status, r.status, r.raw)
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(r.raw))
+		require.NoError(t, err)
+		require.NoError(t, schemaOf(c.method, c.route, c.documented).Validate(v), "%s %s: %s", c.method, c.path, r.raw)
+	}
 }
