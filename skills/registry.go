@@ -375,6 +375,11 @@ func (l *loader) readManifest(fsys fs.FS, root, dir string) candidate {
 	c := candidate{skill: &Skill{Dir: dir}, fsys: fsys, root: root}
 	raw, err := readCapped(fsys, path.Join(dir, ManifestFile), maxManifestBytes)
 	if err != nil {
+		if inner := nestedSkills(fsys, dir); len(inner) > 0 {
+			c.fail(ManifestFile, "%v, but %s holds skill directories (%s): give %s as the skills directory", err, dir,
+				strings.Join(inner, ", "), c.where(dir))
+			return c
+		}
 		c.fail(ManifestFile, "%v", err)
 		return c
 	}
@@ -413,6 +418,21 @@ func (l *loader) readManifest(fsys fs.FS, root, dir string) candidate {
 		c.fail(ManifestFile, "%s", reason)
 	}
 	return c
+}
+
+// nestedSkills names dir's subdirectories that hold a skill.yaml: dir is a
+// directory of skills itself, one level too high for the one given.
+func nestedSkills(fsys fs.FS, dir string) []string {
+	entries, _ := fs.ReadDir(fsys, dir)
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			if _, err := fs.Stat(fsys, path.Join(dir, e.Name(), ManifestFile)); err == nil {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	return names
 }
 
 // check does the rest: the schemas, the handler's source, and (if all

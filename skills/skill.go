@@ -120,7 +120,7 @@ type Info struct {
 	Registration *Registration `json:"registration,omitempty"`
 	// Disabled: this version is registered but does not run until an admin
 	// enables it again.
-	Disabled bool `json:"disabled"`
+	Disabled bool `json:"disabled,omitempty"`
 	// Versions are every registered version of the skill, in the service's
 	// answers; absent for a skill of the skills directory.
 	Versions []VersionInfo `json:"versions,omitempty"`
