@@ -60,7 +60,12 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) error {
 // file, named by its file name (curl -F skill.yaml=@skill.yaml ...).
 func (s *Service) registerFiles(w http.ResponseWriter, r *http.Request) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
+	ct := r.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	if mt != "multipart/form-data" && mt != "application/json" {
+		return nil, fail(CodeUnsupportedMediaType, "send the files as application/json ({\"files\": {name: content}}) or multipart/form-data (one part per file), not %q", ct)
+	}
+	if mt == "application/json" {
 		var body registerBody
 		if err := s.decodeBody(w, r, &body); err != nil {
 			return nil, err

@@ -170,6 +170,11 @@ func TestRegisterValidation(t *testing.T) {
 	require.NotEmpty(t, want)
 	require.Equal(t, want, r.body["error"].(map[string]any)["problems"])
 
+	r = s.do(t, "POST", "/skills/register", "name: greet", append(bearer(tok.admin), "Content-Type", "text/yaml")...)
+	require.Equal(t, 415, r.status)
+	require.Contains(t, r.raw, "multipart/form-data")
+	r = s.do(t, "POST", "/skills/register", "--x--", append(bearer(tok.admin), "Content-Type", "multipart/form-data")...)
+	require.Equal(t, "bad_request", r.errorCode(), "no boundary")
 	for _, c := range []struct{ body, code, msg string }{
 		{`{"files": {}}`, "bad_request", "no files"},
 		{`{"files": {"../skill.yaml": "x"}}`, "invalid_skill", "not a plain file name"},
