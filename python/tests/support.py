@@ -91,15 +91,16 @@ class Serve:
 
     token = "test-token-123"
 
-    def __init__(self, extra: Optional[List[str]] = None) -> None:
+    def __init__(self, extra: Optional[List[str]] = None, db: Optional[str] = None) -> None:
         self.tmp = tempfile.TemporaryDirectory(prefix="wasmpy-serve-")
+        self.db = db or os.path.join(self.tmp.name, "provenance.db")
         port = free_port()
         self.url = "http://127.0.0.1:%d" % port
         env = dict(os.environ, WASMPY_TOKENS=self.token)
         self.log = open(os.path.join(self.tmp.name, "serve.log"), "w+")
         self.proc = subprocess.Popen(
             [binary(), "serve", "--enable-exec", "--addr", "127.0.0.1:%d" % port,
-             "--db", os.path.join(self.tmp.name, "provenance.db"), "--timeout", "10s"] + (extra or []),
+             "--db", self.db, "--timeout", "10s"] + (extra or []),
             env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         while True:

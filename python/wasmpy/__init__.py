@@ -25,9 +25,9 @@ from typing import Mapping, Optional, Sequence, Union
 from .cli import run_cli
 from .client import Client, Session
 from .define import define
-from .errors import (BadArguments, Busy, CLIError, Exit, FuelExhausted, GenerationFailed, GuestException,
-                     GuestSyntaxError, InternalError, Interrupted, InvalidInput, MemoryLimit, NotFound,
-                     OutputLimit, RunError, ServiceError, Timeout, Unauthorized, WasmpyError)
+from .errors import (BadArguments, Busy, CLIError, Conflict, Exit, Forbidden, FuelExhausted, GenerationFailed,
+                     GuestException, GuestSyntaxError, InternalError, Interrupted, InvalidInput, InvalidSkill,
+                     MemoryLimit, NotFound, OutputLimit, RunError, ServiceError, Timeout, Unauthorized, WasmpyError)
 from .limits import Limits, Size
 from .result import Result
 
@@ -35,7 +35,8 @@ __all__ = [
     "run", "Client", "Session", "Result", "Limits", "define",
     "WasmpyError", "RunError", "GuestSyntaxError", "GuestException", "Exit", "Timeout", "MemoryLimit",
     "OutputLimit", "FuelExhausted", "Interrupted", "InternalError", "ServiceError", "Unauthorized", "Busy",
-    "NotFound", "InvalidInput", "GenerationFailed", "BadArguments", "CLIError",
+    "NotFound", "InvalidInput", "Forbidden", "Conflict", "InvalidSkill", "GenerationFailed", "BadArguments",
+    "CLIError",
 ]
 
 

@@ -1,9 +1,10 @@
 """The HTTP transport: talks to `wasmpy serve`."""
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from .errors import SERVICE_ERRORS, ServiceError, WasmpyError
 from .limits import Limits, size_bytes
@@ -85,14 +86,65 @@ class Client:
         """GET /skills/{name}: one skill's manifest."""
         return self._request("GET", "/skills/" + urllib.parse.quote(name, safe=""))
 
-    def execute(self, name: str, args: Any = None, *, approved: bool = False, check: bool = True) -> Result:
-        """POST /skills/{name}/execute: runs a skill with JSON args; the
-        skill's return value is Result.output, its provenance Result.provenance."""
+    def execute(self, name: str, args: Any = None, *, approved: bool = False, version: Optional[str] = None,
+                check: bool = True) -> Result:
+        """POST /skills/{name}/execute: runs a skill with JSON args (at a
+        registered version, else the newest enabled one); the skill's return
+        value is Result.output, its provenance Result.provenance."""
         body: Dict[str, Any] = {"args": {} if args is None else args}
         if approved:
             body["approved"] = True
+        if version:
+            body["version"] = version
         doc = self._request("POST", "/skills/%s/execute" % urllib.parse.quote(name, safe=""), body)
         return run_result(doc, check)
+
+    def register(self, skill: Union[str, "os.PathLike[str]", Mapping[str, Union[str, bytes]]]) -> Dict[str, Any]:
+        """POST /skills/register (an admin token): registers a skill version
+        from its directory, or from its files (name -> text), and returns
+        its description. Raises InvalidSkill (every problem in .problems),
+        Conflict for a version registered already, Forbidden without an
+        admin token."""
+        if isinstance(skill, Mapping):
+            items = list(skill.items())
+        else:
+            items = []
+            for entry in sorted(os.scandir(skill), key=lambda e: e.name):
+                if entry.is_file() and not entry.name.startswith("."):
+                    with open(entry.path, "rb") as f:
+                        items.append((entry.name, f.read()))
+        files: Dict[str, str] = {}
+        for name, content in items:
+            if isinstance(content, bytes):
+                try:
+                    content = content.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise ValueError("register: %s is not UTF-8 text" % name) from None
+            files[name] = content
+        return self._request("POST", "/skills/register", {"files": files})
+
+    def _version(self, name: str, version: str, action: str = "") -> str:
+        q = urllib.parse.quote
+        return "/skills/%s/versions/%s%s" % (q(name, safe=""), q(version, safe=""), action)
+
+    def disable(self, name: str, version: str) -> Dict[str, Any]:
+        """Disables a registered version (an admin token): it stays listed, and does not run."""
+        return self._request("POST", self._version(name, version, "/disable"))
+
+    def enable(self, name: str, version: str) -> Dict[str, Any]:
+        """Enables a disabled version again (an admin token)."""
+        return self._request("POST", self._version(name, version, "/enable"))
+
+    def delete(self, name: str, version: str) -> None:
+        """Deletes a registered version (an admin token)."""
+        self._request("DELETE", self._version(name, version))
+
+    def audit(self, skill: Optional[str] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """GET /audit (an admin token): who changed which skill version,
+        when, with the hash of its files; newest first."""
+        query = {k: str(v) for k, v in (("skill", skill), ("limit", limit)) if v}
+        path = "/audit" + ("?" + urllib.parse.urlencode(query) if query else "")
+        return list(self._request("GET", path).get("entries", []))
 
     def session(self) -> "Session":
         """POST /sessions: a session whose runs share interpreter state."""

@@ -1,6 +1,6 @@
 """The exceptions of the wasmpy client: one class per way a run can fail,
 each carrying the run's record."""
-from typing import Any, Dict, Optional, Type
+from typing import Any, Dict, List, Optional, Type
 
 
 class WasmpyError(Exception):
@@ -115,10 +115,31 @@ class InvalidInput(ServiceError):
     """The arguments do not match the skill's input schema."""
 
 
+class Forbidden(ServiceError):
+    """The token lacks the role the request needs (an admin's, to change skills)."""
+
+
+class Conflict(ServiceError):
+    """The request conflicts with the service's state: a skill version
+    registered already, a disabled version, a skill of the skills directory."""
+
+
+class InvalidSkill(ServiceError):
+    """The files given to register do not make a skill that loads;
+    ``problems`` lists every one ({"path", "reason"})."""
+
+    @property
+    def problems(self) -> List[Dict[str, Any]]:
+        err = (self.record or {}).get("error") or {}
+        return list(err.get("problems") or [])
+
+
 SERVICE_ERRORS: Dict[str, Type[ServiceError]] = {
     "unauthorized": Unauthorized, "busy": Busy, "too_many_sessions": Busy, "not_found": NotFound,
     "unknown_skill": NotFound, "unknown_execution": NotFound, "unknown_session": NotFound,
-    "exec_disabled": NotFound, "invalid_input": InvalidInput,
+    "exec_disabled": NotFound, "invalid_input": InvalidInput, "forbidden": Forbidden,
+    "skill_exists": Conflict, "skill_disabled": Conflict, "not_registered": Conflict,
+    "invalid_skill": InvalidSkill,
 }
 
 
