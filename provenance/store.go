@@ -87,10 +87,11 @@ type Skills interface {
 	// RegisteredSkills returns every registered version with its files,
 	// disabled ones included, by name, then in the order registered.
 	RegisteredSkills(ctx context.Context) ([]*RegisteredSkill, error)
-	// SkillDisabled reports whether one version is disabled, or fails
-	// with ErrNotFound: what a replica asks before it runs a version, so
-	// that a version disabled or deleted elsewhere stops at once.
-	SkillDisabled(ctx context.Context, name, version string) (bool, error)
+	// SkillState returns one version's hash and whether it is disabled, or
+	// fails with ErrNotFound: what a replica asks before it runs a version,
+	// so that a version disabled, deleted or replaced (deleted and
+	// registered again) elsewhere is seen at once.
+	SkillState(ctx context.Context, name, version string) (hash string, disabled bool, err error)
 	// SetSkillDisabled disables or enables one version for by (who asked),
 	// or fails with ErrNotFound.
 	SetSkillDisabled(ctx context.Context, name, version string, disabled bool, by string) error

@@ -350,23 +350,35 @@ func (r *Registry) change(ctx context.Context, name, version string, do func(pro
 	return err
 }
 
-// Runnable reports whether s may run now. A registered version is asked of
-// the store, which has the last word: one disabled or deleted on another
-// replica stops at once, not at the next Sync. The error is an *Error
-// (skill_disabled, unknown_skill) or the store's.
-func (r *Registry) Runnable(ctx context.Context, s *Skill) error {
+// Runnable returns what to run for s, if it may run now. A registered
+// version is asked of the store, which has the last word: one disabled or
+// deleted on another replica stops at once, not at the next Sync, and one
+// replaced there (deleted and registered again, with other files) is loaded
+// again first. The error is an *Error (skill_disabled, unknown_skill) or
+// the store's.
+func (r *Registry) Runnable(ctx context.Context, s *Skill) (*Skill, error) {
 	if s.Registration == nil || r.opts.Registered == nil {
-		return nil
+		return s, nil
 	}
-	disabled, err := r.opts.Registered.SkillDisabled(ctx, s.Name, s.Version)
+	hash, disabled, err := r.opts.Registered.SkillState(ctx, s.Name, s.Version)
 	switch {
 	case errors.Is(err, provenance.ErrNotFound):
 		r.mu.Lock()
 		r.removeVersion(s.Name, s.Version)
 		r.mu.Unlock()
-		return &Error{Code: CodeUnknownSkill, Message: fmt.Sprintf("skill %s version %s was deleted", s.Name, s.Version)}
+		return nil, &Error{Code: CodeUnknownSkill, Message: fmt.Sprintf("skill %s version %s was deleted", s.Name, s.Version)}
 	case err != nil:
-		return err
+		return nil, err
+	}
+	if hash != s.Registration.Hash {
+		if err := r.Sync(ctx); err != nil {
+			return nil, err
+		}
+		v, ok := r.Find(s.Name, s.Version)
+		if !ok || v.Registration == nil || v.Registration.Hash != hash {
+			return nil, &Error{Code: CodeUnknownSkill, Message: fmt.Sprintf("skill %s version %s was registered again with files that do not load here", s.Name, s.Version)}
+		}
+		s = v.Skill
 	}
 	r.mu.Lock()
 	if _, ok := r.disabled[versionKey(s.Name, s.Version)]; ok {
@@ -374,9 +386,9 @@ func (r *Registry) Runnable(ctx context.Context, s *Skill) error {
 	}
 	r.mu.Unlock()
 	if disabled {
-		return disabledError(s.Name, s.Version)
+		return nil, disabledError(s.Name, s.Version)
 	}
-	return nil
+	return s, nil
 }
 
 func disabledError(name, version string) error {

@@ -68,7 +68,7 @@ func TestRegisteredRefusedHere(t *testing.T) {
 	v, ok := reg.Find("plain", "")
 	require.True(t, ok)
 	require.True(t, v.Disabled, "the store's state, after Sync")
-	err = reg.Runnable(ctx, v.Skill)
+	_, err = reg.Runnable(ctx, v.Skill)
 	var se *skills.Error
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, skills.CodeSkillDisabled, se.Code)

@@ -103,10 +103,7 @@ func (s *Service) runnable(r *http.Request, name, version string) (*skills.Skill
 	if err != nil {
 		return nil, err
 	}
-	if err := s.cfg.Registry.Runnable(r.Context(), v.Skill); err != nil {
-		return nil, err
-	}
-	return v.Skill, nil
+	return s.cfg.Registry.Runnable(r.Context(), v.Skill)
 }
 
 func (s *Service) getSkill(w http.ResponseWriter, r *http.Request) error {

@@ -357,6 +357,15 @@ func TestRegisteredAcrossReplicasPostgres(t *testing.T) {
 	r = a.do(t, "POST", "/skills/greet/execute", `{"args": {"name": "Ada"}}`, runner...)
 	require.Equal(t, "hi Ada", r.body["output"].(map[string]any)["greeting"], r.raw)
 
+	// Deleted and registered again on a with other files: b runs the new
+	// files at once, not its stale copy.
+	require.NoError(t, b.reg.Sync(context.Background()))
+	require.Equal(t, 204, a.do(t, "DELETE", "/skills/greet/versions/1.1.0", "", admin...).status)
+	require.Equal(t, 201, a.do(t, "POST", "/skills/register", filesBody(t, greet("1.1.0", "howdy")), admin...).status)
+	r = b.do(t, "POST", "/skills/greet/execute", `{"args": {"name": "Ada"}}`, runner...)
+	require.Equal(t, 200, r.status, r.raw)
+	require.Equal(t, "howdy Ada", r.body["output"].(map[string]any)["greeting"])
+
 	stopA()
 	c, stopC := startReplica(t, addr)
 	defer stopC()
@@ -364,8 +373,9 @@ func TestRegisteredAcrossReplicasPostgres(t *testing.T) {
 	require.Equal(t, "1.1.0", r.body["version"])
 	require.Len(t, r.body["versions"], 1)
 	trail := c.do(t, "GET", "/audit?skill=greet", "", admin...).body["entries"].([]any)
-	require.Len(t, trail, 5, "register, disable, enable, register, delete")
-	require.Equal(t, "delete", trail[0].(map[string]any)["action"])
+	require.Len(t, trail, 7, "register, disable, enable, register, delete, delete, register")
+	require.Equal(t, "register", trail[0].(map[string]any)["action"])
+	require.NotEqual(t, trail[0].(map[string]any)["hash"], trail[1].(map[string]any)["hash"], "the new files' hash")
 }
 
 // The answers of the registration routes match the OpenAPI document, which

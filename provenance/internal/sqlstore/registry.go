@@ -93,14 +93,13 @@ func (s *Store) RegisteredSkills(ctx context.Context) ([]*provenance.RegisteredS
 	return out, rows.Err()
 }
 
-// SkillDisabled reports whether one version is disabled.
-func (s *Store) SkillDisabled(ctx context.Context, name, version string) (bool, error) {
-	var disabled bool
-	err := s.db.QueryRowContext(ctx, s.d.q("SELECT disabled FROM skills WHERE name = ? AND version = ?"), name, version).Scan(&disabled)
+// SkillState returns one version's hash and whether it is disabled.
+func (s *Store) SkillState(ctx context.Context, name, version string) (hash string, disabled bool, err error) {
+	err = s.db.QueryRowContext(ctx, s.d.q("SELECT hash, disabled FROM skills WHERE name = ? AND version = ?"), name, version).Scan(&hash, &disabled)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, fmt.Errorf("skill %s %s: %w", name, version, provenance.ErrNotFound)
+		return "", false, fmt.Errorf("skill %s %s: %w", name, version, provenance.ErrNotFound)
 	}
-	return disabled, err
+	return hash, disabled, err
 }
 
 // SetSkillDisabled disables or enables one version, audited.
