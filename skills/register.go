@@ -115,8 +115,8 @@ func (r *Registry) Versions(name string) []Version {
 	return out
 }
 
-// VersionNames lists the versions of name for a message: "1.0.0, 2.0.0".
-func (r *Registry) VersionNames(name string) string {
+// versionNames lists the versions of name for a message: "1.0.0, 2.0.0".
+func (r *Registry) versionNames(name string) string {
 	var vs []string
 	for _, v := range r.Versions(name) {
 		vs = append(vs, v.Version)
@@ -290,13 +290,15 @@ func (r *Registry) registeredVersion(name, version string) error {
 		return &Error{Code: CodeNotRegistered, Message: fmt.Sprintf("skill %q is a skill of the skills directory (%s), not registered over the API: change it there", name, dir)}
 	}
 	if _, ok := r.Find(name, version); !ok {
-		return r.unknown(name, version)
+		return r.Unknown(name, version)
 	}
 	return nil
 }
 
-func (r *Registry) unknown(name, version string) error {
-	if vs := r.VersionNames(name); vs != "" {
+// Unknown is the error for a skill or version the registry does not have
+// (an *Error, unknown_skill), naming the versions it has.
+func (r *Registry) Unknown(name, version string) error {
+	if vs := r.versionNames(name); vs != "" {
 		return &Error{Code: CodeUnknownSkill, Message: fmt.Sprintf("skill %q has no version %q (its versions: %s)", name, version, vs)}
 	}
 	return &Error{Code: CodeUnknownSkill, Message: fmt.Sprintf("no skill %q", name)}
@@ -345,7 +347,7 @@ func (r *Registry) change(ctx context.Context, name, version string, do func(pro
 		r.mu.Lock()
 		r.removeVersion(name, version)
 		r.mu.Unlock()
-		return r.unknown(name, version)
+		return r.Unknown(name, version)
 	}
 	return err
 }

@@ -91,7 +91,7 @@ func (s *Service) skillNamed(r *http.Request, name, version string) (skills.Vers
 	case s.cfg.Registry.Loading(name):
 		return v, fail(CodeLoading, "skill %q is still being loaded; retry shortly", name)
 	case version != "" && len(s.cfg.Registry.Versions(name)) > 0:
-		return v, fail(CodeUnknownSkill, "skill %q has no version %q (its versions: %s)", name, version, s.cfg.Registry.VersionNames(name))
+		return v, s.cfg.Registry.Unknown(name, version)
 	}
 	return v, fail(CodeUnknownSkill, "no skill %q (GET /skills lists them)", name)
 }
