@@ -21,6 +21,12 @@
 // A server calls skills.StartDir instead, which returns at once: each skill
 // appears in the registry as soon as it passes its checks.
 //
+// Skills can also be registered from their files (Registry.Register) into
+// a store (LoadOptions.Registered), each version once, checked as a
+// directory's skill is; versions are disabled, enabled and deleted there,
+// every change on the store's audit trail, and every replica over the store
+// serves them (Registry.Sync, Registry.Runnable).
+//
 // The records are provenance.Records, kept by a provenance.Store (SQLite or
 // PostgreSQL: package provenance/stores opens either); package
 // skills/service is the HTTP API over an Executor and a Registry.

@@ -5,7 +5,10 @@
 //	GET  /skills                     the loaded skills
 //	GET  /skills/{name}              one skill
 //	GET  /skills/{name}/schema       its input and output JSON Schemas
-//	POST /skills/{name}/execute      {"args", "actor_id", "actor_type", "approved"} → {"output", "run", "provenance"}
+//	POST /skills/{name}/execute      {"args", "actor_id", "actor_type", "approved", "version"} → {"output", "run", "provenance"}
+//	POST /skills/register            an admin's: a skill version from its files (see register.go)
+//	/skills/{name}/versions/{v}...   one version: GET; an admin's POST .../disable, .../enable, DELETE
+//	GET  /audit                      an admin's: the registered skills' audit trail
 //	GET  /executions/{id}            a provenance record
 //	POST /exec                       raw code, only with Config.EnableExec
 //	/sessions...                     Python state across turns, with POST /exec (see sessions.go)
@@ -20,15 +23,16 @@
 // stable code and its status: bad_request 400, unauthorized 401,
 // approval_required/cross_origin/forbidden 403, not_found/unknown_skill/
 // unknown_execution/unknown_session/exec_disabled 404, method_not_allowed 405,
-// session_conflict 409,
+// session_conflict/skill_exists/skill_disabled/not_registered 409,
 // body_too_large 413, unsupported_media_type 415, invalid_input 422 (with
-// "pointer", the first failing JSON pointer, and "violations"), busy and
-// too_many_sessions 429,
-// internal 500 (never with a stack trace), invalid_output and run_failed
-// 502, loading 503 (a skill still being checked: the service answers while
+// "pointer", the first failing JSON pointer, and "violations"),
+// invalid_skill 422 (with "problems"), busy and too_many_sessions 429,
+// internal 500 (never with a stack trace), no_registration 501,
+// invalid_output and run_failed 502, loading 503 (a skill still being checked: the service answers while
 // its Registry loads), not_ready 503, timeout 504.
 //
-// A POST body must be application/json, and a browser's cross-origin POST
+// A POST body must be application/json (POST /skills/register also takes
+// multipart/form-data), and a browser's cross-origin POST
 // is refused (Sec-Fetch-Site, Origin), so a web page cannot drive a service
 // that has no tokens.
 package service
