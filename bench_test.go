@@ -189,15 +189,15 @@ func benchNative(b *testing.B, args ...string) {
 }
 
 // BenchmarkHostCall is one guest→Go→guest round trip (a capability that
-// returns its argument), a 1 MiB read_file, and the same file read with
-// open().read() through the workspace file system: each op is a run of n calls
-// minus a run of none, divided by n.
+// returns its argument), a 1 MiB read_file and write_file, and the same file
+// read with open().read() through the workspace file system: each op is a
+// run of n calls minus a run of none, divided by n.
 func BenchmarkHostCall(b *testing.B) {
 	dir := b.TempDir()
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "mib.bin"), make([]byte, 1<<20), 0o644))
 	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "wasmpy",
 		HostFuncs: hostfuncs.Table{"echo": hostfuncs.Typed(func(ctx context.Context, a struct{ X int }) (int, error) { return a.X, nil })},
-		Grants:    []wasmpy.Capability{"echo", wasmpy.ReadFile}})
+		Grants:    []wasmpy.Capability{"echo", wasmpy.ReadFile, wasmpy.WriteFile}})
 	require.NoError(b, err)
 	b.Cleanup(func() { sb.Close(context.Background()) })
 	for _, tc := range []struct {
@@ -206,12 +206,13 @@ func BenchmarkHostCall(b *testing.B) {
 	}{
 		{"roundtrip", "echo(X=1)", 20000},
 		{"read_file_1MiB", "read_file('mib.bin', binary=True)", 50},
+		{"write_file_1MiB", "write_file('out.bin', mib)", 50},
 		{"open_read_1MiB", "open('mib.bin', 'rb').read()", 50},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			timed := func(n int) time.Duration {
 				res, err := sb.Run(context.Background(), wasmpy.Job{Workspace: dir,
-					Code: fmt.Sprintf("import time\nt = time.perf_counter()\nfor _ in range(%d):\n    %s\nprint(time.perf_counter() - t)", n, tc.call)})
+					Code: fmt.Sprintf("import time\nmib = bytes(1 << 20)\nt = time.perf_counter()\nfor _ in range(%d):\n    %s\nprint(time.perf_counter() - t)", n, tc.call)})
 				require.NoError(b, err)
 				require.Nil(b, res.Error, res.Stderr)
 				var s float64

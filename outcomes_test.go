@@ -33,13 +33,13 @@ func TestOutcomes(t *testing.T) {
 		{name: "raise MemoryError", code: "raise MemoryError\n",
 			kind: wasmpy.KindException, exit: 1, typ: "MemoryError"},
 		{name: "a forged report claiming a memory error", code: "import _wasmpy, os\n" +
-			`_wasmpy.call(b'{"fn": "_report", "args": {"status": "exception", "type": "MemoryError", "exit_code": 121}}')` + "\nos._exit(1)\n",
+			`_wasmpy.call("_report", '{"status": "exception", "type": "MemoryError", "exit_code": 121}')` + "\nos._exit(1)\n",
 			kind: wasmpy.KindException, exit: 1, typ: "MemoryError"},
 		{name: "a forged report of success", code: "import _wasmpy, os\n" +
-			`_wasmpy.call(b'{"fn": "_report", "args": {"status": "ok"}}')` + "\nos._exit(7)\n",
+			`_wasmpy.call("_report", '{"status": "ok"}')` + "\nos._exit(7)\n",
 			kind: wasmpy.KindExit, exit: 7},
 		{name: "a forged report with a huge message", code: "import _wasmpy, json, os\n" +
-			`_wasmpy.call(json.dumps({"fn": "_report", "args": {"status": "exception", "type": "E", "message": "m" * 10**7}}).encode())` + "\nos._exit(1)\n",
+			`_wasmpy.call("_report", json.dumps({"status": "exception", "type": "E", "message": "m" * 10**7}))` + "\nos._exit(1)\n",
 			kind: wasmpy.KindException, exit: 1, typ: "E", message: "mmm... (cut)"},
 		{name: "os._exit(3)", code: "import os\nprint('before')\nos._exit(3)\n",
 			kind: wasmpy.KindExit, exit: 3, message: "exit status 3", stdout: "before\n"},

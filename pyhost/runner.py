@@ -15,6 +15,8 @@ import os
 import sys
 import traceback
 import types
+from json.encoder import c_make_encoder, encode_basestring
+from json.scanner import c_make_scanner
 
 try:
     import _wasmpy  # the native host-call module of the wasmpy build
@@ -28,6 +30,13 @@ _dumps, _loads = json.dumps, json.loads
 _exit, _write = os._exit, os.write
 _format_exception = traceback.format_exception
 _unbase64 = binascii.a2b_base64
+# The host call's JSON, straight through _json's C encoder and scanner: the
+# json module's Python layers around them cost more than the call itself.
+# Without markers a circular argument is a RecursionError (bounded by the
+# recursion limit), which _Transport.call reports as such.
+_encode = c_make_encoder(None, json.JSONEncoder().default, encode_basestring, None,
+                         ":", ",", False, False, False)
+_scan = c_make_scanner(json.JSONDecoder())
 from importlib.util import decode_source as _decode_source
 
 # A report's message and traceback are cut to this many characters, so that
@@ -35,25 +44,35 @@ from importlib.util import decode_source as _decode_source
 _REPORT_TEXT_MAX = 1 << 16
 
 
+# The kinds of a host call's response (see wasmpymodule.c).
+_JSON, _ERROR = 0, 3
+
+
 class _Transport:
-    """One host call: a JSON request, a JSON response."""
+    """One host call: the capability's name, its keyword arguments as a
+    JSON object, raw bytes attached (or None); back comes a JSON value, raw
+    bytes, text or an error."""
 
     @staticmethod
-    def call(fn, args):
+    def call(fn, args, data=None):
         if _wasmpy is None:
             raise _api.HostError(
                 "host capabilities need the wasmpy interpreter build, not this one")
         try:
-            req = _dumps({"fn": fn, "args": args}, ensure_ascii=False,
-                         allow_nan=False).encode()
+            req = _encode(args, 0)[0] if args else ""
         except (TypeError, ValueError) as e:
             raise ValueError("%s: argument is not JSON-serializable: %s" % (fn, e)) from None
+        except RecursionError:
+            raise ValueError("%s: argument is not JSON-serializable: nested too deeply, "
+                             "or circular" % fn) from None
         _flush_out()  # what the script printed shows before the host works
-        resp = _loads(_wasmpy.call(req))
-        err = resp.get("error")
-        if err is not None:
+        kind, body = _wasmpy.call(fn, req, data)
+        if kind == _JSON:
+            return _scan(body, 0)[0]
+        if kind == _ERROR:
+            err = _scan(body, 0)[0]
             raise _api.exception_for(err.get("type", ""), err.get("message", ""))
-        return resp.get("ok")
+        return body  # bytes or str, raw
 
 
 _api = None
@@ -456,8 +475,8 @@ def main():
     """Entry point of a run in the wasmpy build: job, source and report go
     over host calls. The source comes as raw bytes, not JSON, so that it
     reaches compile() byte for byte and is copied once."""
-    job = _Transport.call("_job", {})
-    report = _run_safely(job, lambda: _wasmpy.call(b'{"fn":"_source"}'))
+    job = _Transport.call("_job", None)
+    report = _run_safely(job, lambda: _Transport.call("_source", None))
     _flush()
     _Transport.call("_report", report)
 

@@ -5,10 +5,10 @@ read_file(...) without importing anything. Each one is a host call: the
 program waits while the host does the work, then gets a value back or an
 ordinary Python exception.
 """
-import base64 as _base64
 import json as _json
 
-# _call(fn, args) -> value is injected by the runner before this source runs.
+# _call(fn, args, data=None) -> value is injected by the runner before this
+# source runs: args a dict (JSON), data raw bytes attached to the call.
 
 BUILTIN_CAPABILITIES = ("read_file", "write_file", "list_files", "search_files",
                         "ask_llm", "embed", "submit_result")
@@ -65,8 +65,7 @@ def _str(name, value):
 
 def read_file(path, binary=False):
     """Returns the workspace file at path: str (UTF-8), or bytes if binary."""
-    value = _call("read_file", {"path": _str("path", path), "binary": bool(binary)})
-    return _base64.b64decode(value) if binary else value
+    return _call("read_file", {"path": _str("path", path), "binary": bool(binary)})
 
 
 def write_file(path, data):
@@ -75,12 +74,12 @@ def write_file(path, data):
     if isinstance(data, str):
         # Encoding here makes a lone surrogate the guest's UnicodeEncodeError,
         # not a silent replacement on the host.
-        args = {"path": path, "data_b64": _base64.b64encode(data.encode("utf-8")).decode("ascii")}
-    elif isinstance(data, (bytes, bytearray, memoryview)):
-        args = {"path": path, "data_b64": _base64.b64encode(bytes(data)).decode("ascii")}
-    else:
+        data = data.encode("utf-8")
+    elif isinstance(data, memoryview):
+        data = bytes(data)  # any shape, contiguous
+    elif not isinstance(data, (bytes, bytearray)):
         raise TypeError("data must be str or bytes, not %s" % type(data).__name__)
-    return _call("write_file", args)
+    return _call("write_file", {"path": path}, data)
 
 
 def list_files(pattern="*"):

@@ -11,6 +11,7 @@ import (
 	mrand "math/rand/v2"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero"
@@ -20,24 +21,51 @@ import (
 	"github.com/wasmpy/wasmpy/hostfuncs"
 )
 
-// The host-call ABI of the wasmpy build, module "wasmpy":
+// The host-call ABI of the wasmpy build, module "wasmpy" (the guest half
+// is assets/build/wasmpymodule.c):
 //
-//	call(req_ptr, req_len i32) -> i32  runs a JSON request, keeps the response, returns its length
-//	take(out_ptr, out_len i32) -> i32  copies the kept response out, returns out_len
+//	call(fn_ptr, fn_len, args_ptr, args_len, data_ptr, data_len i32) -> i32
+//	    runs capability fn (its name, UTF-8) with args (its keyword
+//	    arguments as a JSON object; empty for none) and data (raw bytes;
+//	    data_len noData for none), keeps the response, returns the length
+//	    of the response's body
+//	take(out_ptr, out_len i32) -> i32
+//	    copies the kept body to out (out_len must be the length call
+//	    returned) and returns the body's kind
 //
-// Two steps, so a response of any size needs no retry and each request runs
-// exactly once. failed (0xFFFFFFFF) means the exchange itself broke: the
-// guest raises RuntimeError.
+// Kinds: kindJSON a JSON value, kindBytes raw bytes (a capability's
+// hostfuncs.Bytes), kindText UTF-8 text (hostfuncs.Text), kindError a JSON
+// object {"type": PythonExceptionClass, "message": text}. Bulk bytes cross
+// as they lie in memory, one copy each way, and the envelope is no JSON.
 //
-// A request is {"fn": name, "args": {...}}; a response is {"ok": value} or
-// {"error": {"type": PythonExceptionClass, "message": text}}.
+// Two steps, so a body of any size needs no retry and each request runs
+// exactly once. failed (0xFFFFFFFF) means the exchange itself broke (an
+// out-of-bounds pointer, a take without a call): the guest raises
+// RuntimeError. A request that is malformed but readable (no name, args not
+// a JSON object) gets a kindError response, as a refused capability does.
 const (
 	hostModule  = "wasmpy"
 	failed      = 0xFFFFFFFF
-	maxRequest  = 64 << 20
+	noData      = 0xFFFFFFFF
+	maxRequest  = 64 << 20 // the three parts together
 	maxResponse = 64 << 20
+	maxFnName   = 128
 	maxCallLog  = 10000
 )
+
+// The kinds of response body.
+const (
+	kindJSON uint32 = iota
+	kindBytes
+	kindText
+	kindError
+)
+
+// response is a request's answer, as take hands it over.
+type response struct {
+	kind uint32
+	body []byte // never nil
+}
 
 // HostCall is one capability call a run made; payloads are not recorded.
 type HostCall struct {
@@ -71,7 +99,7 @@ type runState struct {
 	intr   interrupter
 
 	mu      sync.Mutex
-	pending []byte
+	pending *response // kept by call until take
 	report  *report
 	calls   []HostCall
 	nCalls  int
@@ -129,7 +157,7 @@ func clockFrom(ctx context.Context) *clock {
 func instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
 	i32 := api.ValueTypeI32
 	_, err := rt.NewHostModuleBuilder(hostModule).
-		NewFunctionBuilder().WithGoModuleFunction(guard("call", hostCall), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("call").
+		NewFunctionBuilder().WithGoModuleFunction(guard("call", hostCall), []api.ValueType{i32, i32, i32, i32, i32, i32}, []api.ValueType{i32}).Export("call").
 		NewFunctionBuilder().WithGoModuleFunction(guard("take", hostTake), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("take").
 		Instantiate(ctx)
 	return err
@@ -158,10 +186,10 @@ func guard(name string, fn api.GoModuleFunc) api.GoModuleFunc {
 
 func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 	stopIfDone(ctx)
-	ptr, n := uint32(stack[0]), uint32(stack[1])
-	stack[0] = failed
 	st := stateFrom(ctx)
-	if st == nil || n > maxRequest {
+	req, ok := readRequest(mod.Memory(), stack)
+	stack[0] = failed
+	if st == nil || !ok {
 		return
 	}
 	st.mu.Lock()
@@ -171,18 +199,43 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 	if outOfOrder { // the last response was never taken
 		return
 	}
-	view, ok := mod.Memory().Read(ptr, n)
-	if !ok {
-		return
-	}
-	resp := st.serve(ctx, bytes.Clone(view))
+	resp := st.serve(ctx, req)
 	// A capability that ran past the deadline returns to no guest: the
 	// run's ctx is the one it saw (the instance's follows it a moment later).
 	stopIfDone(st.ctx)
 	st.mu.Lock()
-	st.pending = resp
+	st.pending = &resp
 	st.mu.Unlock()
-	stack[0] = uint64(len(resp))
+	stack[0] = uint64(len(resp.body))
+}
+
+// readRequest copies call's three parts out of guest memory; false when
+// one lies out of bounds or they exceed maxRequest together.
+func readRequest(mem api.Memory, stack []uint64) (request, bool) {
+	fnPtr, fnLen := uint32(stack[0]), uint32(stack[1])
+	argsPtr, argsLen := uint32(stack[2]), uint32(stack[3])
+	dataPtr, dataLen := uint32(stack[4]), uint32(stack[5])
+	total := uint64(fnLen) + uint64(argsLen)
+	if dataLen != noData {
+		total += uint64(dataLen)
+	}
+	if total > maxRequest {
+		return request{}, false
+	}
+	fn, ok1 := mem.Read(fnPtr, fnLen)
+	args, ok2 := mem.Read(argsPtr, argsLen)
+	if !ok1 || !ok2 {
+		return request{}, false
+	}
+	r := request{Fn: string(fn), Args: bytes.Clone(args)}
+	if dataLen != noData {
+		data, ok := mem.Read(dataPtr, dataLen)
+		if !ok {
+			return request{}, false
+		}
+		r.Data = append([]byte{}, data...)
+	}
+	return r, true
 }
 
 func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
@@ -196,43 +249,41 @@ func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
 	resp := st.pending
 	st.pending = nil
 	st.mu.Unlock()
-	if resp == nil || uint32(len(resp)) != n || !mod.Memory().Write(ptr, resp) {
+	if resp == nil || uint32(len(resp.body)) != n || !mod.Memory().Write(ptr, resp.body) {
 		return
 	}
-	stack[0] = uint64(n)
+	stack[0] = uint64(resp.kind)
 }
 
-// request is one decoded guest call.
+// request is one guest call, read out of its memory.
 type request struct {
-	Fn   string          `json:"fn"`
-	Args json.RawMessage `json:"args"`
+	Fn   string
+	Args json.RawMessage
+	Data []byte // nil: the call carries none
 }
 
-// decodeRequest decodes and checks a guest's request; the guest is hostile,
-// so anything but the exact shape is an error.
-func decodeRequest(b []byte) (request, error) {
-	var r request
-	if len(b) > maxRequest {
-		return r, fmt.Errorf("request of %d bytes exceeds %d", len(b), maxRequest)
+// check checks a guest's request; the guest is hostile, so anything but
+// the exact shape is an error. Empty args stand for {}.
+func (r *request) check() error {
+	if r.Fn == "" || len(r.Fn) > maxFnName {
+		return fmt.Errorf("request names no function, or one longer than %d bytes", maxFnName)
 	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("malformed request: %v", err)
-	}
-	if r.Fn == "" || len(r.Fn) > 128 {
-		return r, errors.New("request names no function")
-	}
-	if len(r.Args) == 0 || string(r.Args) == "null" {
+	if len(r.Args) == 0 {
 		r.Args = json.RawMessage("{}")
-	} else if r.Args[0] != '{' {
-		return r, errors.New("request args must be a JSON object")
+		return nil
 	}
-	return r, nil
+	if !json.Valid(r.Args) {
+		return errors.New("request args are not JSON")
+	}
+	if bytes.TrimLeft(r.Args, " \t\r\n")[0] != '{' {
+		return errors.New("request args must be a JSON object")
+	}
+	return nil
 }
 
-// serve runs one request and returns the encoded response.
-func (st *runState) serve(ctx context.Context, raw []byte) []byte {
-	req, err := decodeRequest(raw)
-	if err != nil {
+// serve runs one request and returns its response.
+func (st *runState) serve(ctx context.Context, req request) response {
+	if err := req.check(); err != nil {
 		return errorResponse(hostfuncs.Errorf(hostfuncs.ValueError, "wasmpy host call: %v", err))
 	}
 	switch req.Fn {
@@ -243,9 +294,9 @@ func (st *runState) serve(ctx context.Context, raw []byte) []byte {
 		case <-ctx.Done():
 			return errorResponse(hostfuncs.Errorf(hostfuncs.HostError, "the instance was discarded before a job came"))
 		}
-		return append(append([]byte(`{"ok":`), st.job...), '}')
-	case "_source": // raw bytes, not JSON (see job)
-		return st.source
+		return response{kindJSON, st.job}
+	case "_source": // raw bytes, straight from the Run's string
+		return response{kindBytes, st.source}
 	case "_report":
 		var rep report
 		if err := json.Unmarshal(req.Args, &rep); err != nil {
@@ -255,15 +306,19 @@ func (st *runState) serve(ctx context.Context, raw []byte) []byte {
 		st.mu.Lock()
 		st.report = &rep
 		st.mu.Unlock()
-		return []byte(`{"ok":null}`)
+		return response{kindJSON, []byte("null")}
 	}
 	fn, ok := st.host[req.Fn]
 	if !ok {
 		return errorResponse(hostfuncs.Errorf(hostfuncs.PermissionError, "capability %q is not granted to this run", req.Fn))
 	}
+	cctx := st.ctx
+	if req.Data != nil {
+		cctx = hostfuncs.WithData(cctx, req.Data)
+	}
 	start := time.Now()
-	value, err := callSafely(st.ctx, fn, req)
-	var resp []byte
+	value, err := callSafely(cctx, fn, req)
+	var resp response
 	if err == nil {
 		resp, err = okResponse(value)
 	}
@@ -297,19 +352,36 @@ func (st *runState) log(c HostCall) {
 	}
 }
 
-func okResponse(value any) ([]byte, error) {
-	b, err := json.Marshal(value)
-	if err != nil {
-		return nil, hostfuncs.Errorf(hostfuncs.HostError, "the host's answer is not JSON: %v", err)
+// okResponse encodes a capability's value: Bytes and Text raw, anything
+// else as JSON.
+func okResponse(value any) (response, error) {
+	resp := response{kind: kindJSON}
+	switch v := value.(type) {
+	case hostfuncs.Bytes:
+		resp = response{kindBytes, v}
+	case hostfuncs.Text:
+		if !utf8.Valid(v) {
+			return resp, hostfuncs.Errorf(hostfuncs.HostError, "the host's text answer is not valid UTF-8")
+		}
+		resp = response{kindText, v}
+	default:
+		b, err := json.Marshal(value)
+		if err != nil {
+			return resp, hostfuncs.Errorf(hostfuncs.HostError, "the host's answer is not JSON: %v", err)
+		}
+		resp.body = b
 	}
-	if len(b) > maxResponse {
-		return nil, hostfuncs.Errorf(hostfuncs.HostError, "the host's answer of %d bytes exceeds %d", len(b), maxResponse)
+	if len(resp.body) > maxResponse {
+		return resp, hostfuncs.Errorf(hostfuncs.HostError, "the host's answer of %d bytes exceeds %d", len(resp.body), maxResponse)
 	}
-	return append(append([]byte(`{"ok":`), b...), '}'), nil
+	if resp.body == nil {
+		resp.body = []byte{}
+	}
+	return resp, nil
 }
 
-func errorResponse(err error) []byte {
+func errorResponse(err error) response {
 	e := hostfuncs.AsError(err)
-	b, _ := json.Marshal(map[string]map[string]string{"error": {"type": e.Type, "message": e.Message}})
-	return b
+	b, _ := json.Marshal(map[string]string{"type": e.Type, "message": e.Message})
+	return response{kindError, b}
 }

@@ -134,13 +134,15 @@ func guestError(p string, err error) error {
 }
 
 // Register adds the workspace capabilities to t. Arguments are JSON objects;
-// bytes cross as standard base64 strings.
+// bytes cross as standard base64 strings in JSON, raw over the guest's
+// transport (hostfuncs.Bytes, hostfuncs.Text, hostfuncs.Data).
 //
 //	read_file    {"path": str, "binary": bool = false}
 //	             → str (binary false: the file must be valid UTF-8, else
-//	               UnicodeDecodeError) or base64 str (binary true)
-//	write_file   {"path": str, "text": str} or {"path": str, "data_b64": base64 str}
-//	             (exactly one of text, data_b64) → int, the bytes written
+//	               UnicodeDecodeError) or bytes (binary true)
+//	write_file   {"path": str, "text": str}, {"path": str, "data_b64": base64 str}
+//	             or {"path": str} with the content attached as data
+//	             (exactly one of the three) → int, the bytes written
 //	list_files   {"pattern": str = "*"} → [str], sorted
 //	search_files {"pattern": str (regexp, required), "glob": str = "**"}
 //	             → [{"path": str, "line": int, "text": str}]
@@ -150,7 +152,7 @@ func guestError(p string, err error) error {
 // NotADirectoryError, OSError (file too large, overlay quota or file count
 // exceeded, too many list results), UnicodeDecodeError, ValueError (bad
 // arguments, glob or regexp), TypeError (write_file without exactly one of
-// text, data_b64).
+// text, data_b64, attached data).
 func (w *Workspace) Register(t hostfuncs.Table) {
 	t.Add("read_file", hostfuncs.Typed(func(ctx context.Context, a struct {
 		Path   string `json:"path"`
@@ -161,26 +163,27 @@ func (w *Workspace) Register(t hostfuncs.Table) {
 			return nil, err
 		}
 		if a.Binary {
-			return data, nil
+			return hostfuncs.Bytes(data), nil
 		}
 		if !utf8.Valid(data) {
 			return nil, hostfuncs.Errorf(hostfuncs.UnicodeError, "%q is not valid UTF-8 (first bad byte at offset %d): read it with binary=True", a.Path, invalidUTF8At(data))
 		}
-		return string(data), nil
+		return hostfuncs.Text(data), nil
 	}))
 	t.Add("write_file", hostfuncs.Typed(func(ctx context.Context, a struct {
 		Path    string  `json:"path"`
 		Text    *string `json:"text"`
 		DataB64 *[]byte `json:"data_b64"`
 	}) (int, error) {
-		var data []byte
+		data, attached := hostfuncs.Data(ctx)
 		switch {
-		case a.Text != nil && a.DataB64 == nil:
+		case a.Text != nil && a.DataB64 == nil && !attached:
 			data = []byte(*a.Text)
-		case a.Text == nil && a.DataB64 != nil:
+		case a.Text == nil && a.DataB64 != nil && !attached:
 			data = *a.DataB64
+		case a.Text == nil && a.DataB64 == nil && attached:
 		default:
-			return 0, hostfuncs.Errorf(hostfuncs.TypeError, "write_file needs exactly one of text or data_b64")
+			return 0, hostfuncs.Errorf(hostfuncs.TypeError, "write_file needs exactly one of text, data_b64 or attached data")
 		}
 		if err := w.WriteFile(ctx, a.Path, data); err != nil {
 			return 0, err

@@ -432,6 +432,27 @@ func TestWorkspaceReadWrite(t *testing.T) {
 		require.JSONEq(t, `""`, string(out))
 	})
 
+	// Over the guest's transport the content comes attached, raw, and the
+	// answer is raw bytes or text (JSON callers see base64 and a string).
+	t.Run("attached data", func(t *testing.T) {
+		ctx := hostfuncs.WithData(context.Background(), []byte("\x00raw\xff"))
+		n, err := tbl["write_file"](ctx, json.RawMessage(`{"path": "att.bin"}`))
+		require.NoError(t, err)
+		require.Equal(t, 5, n)
+		v, err := tbl["read_file"](context.Background(), json.RawMessage(`{"path": "att.bin", "binary": true}`))
+		require.NoError(t, err)
+		require.Equal(t, hostfuncs.Bytes("\x00raw\xff"), v)
+		_, err = tbl["write_file"](hostfuncs.WithData(context.Background(), nil), json.RawMessage(`{"path": "att.txt"}`))
+		require.NoError(t, err, "empty data is data")
+		v, err = tbl["read_file"](context.Background(), json.RawMessage(`{"path": "att.txt"}`))
+		require.NoError(t, err)
+		require.Equal(t, hostfuncs.Text(""), v)
+		_, err = tbl["write_file"](ctx, json.RawMessage(`{"path": "x", "text": "a"}`))
+		requireGuestError(t, err, hostfuncs.TypeError)
+		_, err = tbl["write_file"](ctx, json.RawMessage(`{"path": "x", "data_b64": "YQ=="}`))
+		requireGuestError(t, err, hostfuncs.TypeError)
+	})
+
 	t.Run("returned bytes are a copy", func(t *testing.T) {
 		ctx := context.Background()
 		require.NoError(t, w.WriteFile(ctx, "copy", []byte("abc")))

@@ -7,7 +7,7 @@
 (module
   (import "wasi_snapshot_preview1" "poll_oneoff" (func $poll (param i32 i32 i32 i32) (result i32)))
   (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
-  (import "wasmpy" "call" (func $call (param i32 i32) (result i32)))
+  (import "wasmpy" "call" (func $call (param i32 i32 i32 i32 i32 i32) (result i32)))
   (import "wasmpy" "take" (func $take (param i32 i32) (result i32)))
   (memory (export "memory") 44000)
   (func $expect (param $got i32) (param $want i32) (param $step i32)
@@ -26,8 +26,13 @@
     (call $expect (call $poll (i32.const 0) (i32.const 1024) (i32.const 1) (i32.const 0xFFFFFFFE)) (i32.const 21) (i32.const 6))
     ;; More subscriptions than one poll takes.
     (call $expect (call $poll (i32.const 0) (i32.const 1048576) (i32.const 2000) (i32.const 2048)) (i32.const 28) (i32.const 7))
-    ;; The host-call transport: a request and a response out of range.
-    (call $expect (call $call (i32.const 0xFFFFFFF0) (i32.const 64)) (i32.const -1) (i32.const 8))
-    (call $expect (call $call (i32.const 65000) (i32.const 0x7FFFFFFF)) (i32.const -1) (i32.const 9))
+    ;; The host-call transport: each part of a request out of range or too
+    ;; large, lengths that wrap when added, and a response out of range.
+    (call $expect (call $call (i32.const 0xFFFFFFF0) (i32.const 64) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const -1)) (i32.const -1) (i32.const 8))
+    (call $expect (call $call (i32.const 65000) (i32.const 0x7FFFFFFF) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const -1)) (i32.const -1) (i32.const 9))
+    (call $expect (call $call (i32.const 0) (i32.const 4) (i32.const 0xFFFFFFF0) (i32.const 64) (i32.const 0) (i32.const -1)) (i32.const -1) (i32.const 11))
+    (call $expect (call $call (i32.const 0) (i32.const 4) (i32.const 0) (i32.const 0) (i32.const 0xFFFFFFF0) (i32.const 64)) (i32.const -1) (i32.const 12))
+    (call $expect (call $call (i32.const 0) (i32.const 0x80000000) (i32.const 0) (i32.const 0x80000000) (i32.const 0) (i32.const 0x80000000)) (i32.const -1) (i32.const 13))
+    (call $expect (call $call (i32.const 0) (i32.const 4) (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0xFFFFFFFE)) (i32.const -1) (i32.const 14))
     (call $expect (call $take (i32.const 0xFFFFFFF0) (i32.const 64)) (i32.const -1) (i32.const 10))
     (call $exit (i32.const 42))))
