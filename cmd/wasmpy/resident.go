@@ -75,6 +75,9 @@ type residentStatus struct {
 }
 
 func residentRun(c *cli.Context) error {
+	if c.Duration("idle") <= 0 {
+		return usageErr("--idle %s: want a positive duration such as 30s or 15m", c.Duration("idle"))
+	}
 	_, binary, socket, lock, err := residentPaths()
 	if err != nil {
 		return &exitError{code: exitWasmpy, msg: message(err)}
@@ -146,6 +149,9 @@ func ask(op string) (*reply, error) {
 }
 
 func residentStart(c *cli.Context) error {
+	if c.Duration("idle") <= 0 {
+		return usageErr("--idle %s: want a positive duration such as 30s or 15m", c.Duration("idle"))
+	}
 	if _, err := ask("status"); err == nil {
 		return nil
 	}

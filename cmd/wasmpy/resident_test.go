@@ -422,3 +422,24 @@ func TestResidentWireConfig(t *testing.T) {
 	require.Len(t, cfgs, 2)
 	require.NotEqual(t, cfgs[0], cfgs[1])
 }
+
+// Bad input to the resident commands is a usage error; status and stop say
+// when none runs.
+func TestResidentCommandsBadInput(t *testing.T) {
+	dir, err := os.MkdirTemp("", "wr")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Setenv("XDG_RUNTIME_DIR", dir)
+	for _, args := range [][]string{{"resident", "start", "--idle", "0"}, {"resident", "run", "--idle", "-1s"}} {
+		code, out, errOut := wasmpyCLI(t, "", args...)
+		require.Equal(t, exitUsage, code, args)
+		require.Empty(t, out)
+		require.Equal(t, "wasmpy: --idle "+map[string]string{"0": "0s", "-1s": "-1s"}[args[3]]+": want a positive duration such as 30s or 15m\n", errOut)
+	}
+	code, _, errOut := wasmpyCLI(t, "", "resident", "status")
+	require.Equal(t, 1, code)
+	require.Equal(t, "wasmpy: no resident is running\n", errOut)
+	code, _, errOut = wasmpyCLI(t, "", "resident", "stop")
+	require.Equal(t, 0, code)
+	require.Empty(t, errOut)
+}
