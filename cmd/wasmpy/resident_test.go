@@ -443,3 +443,39 @@ func TestResidentCommandsBadInput(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Empty(t, errOut)
 }
+
+// Runs through the resident are as isolated as in-process ones: nothing one
+// leaves (module state, builtins, files in /tmp or the workspace) is seen
+// by the next; and runs arriving together each get their own instance.
+func TestResidentIsolatesRuns(t *testing.T) {
+	env, _ := residentEnv(t)
+	startTestResident(t, env)
+	leave := "import builtins, json\nbuiltins.leak = 1\njson.leak = 2\nopen('/tmp/left', 'w').write('x')\nwrite_file('left.txt', 'x')\nprint('left')"
+	look := "import builtins, json, os\nprint(hasattr(builtins, 'leak'), hasattr(json, 'leak'), os.path.exists('/tmp/left'), os.path.exists('left.txt'))"
+	require.Equal(t, outcome{"left\n", "", 0}, wasmpyIn(t, env, "", nil, "exec", "-c", leave))
+	require.Equal(t, outcome{"False False False False\n", "", 0}, wasmpyIn(t, env, "", nil, "exec", "-c", look))
+
+	const n = 6
+	outs := make(chan outcome, n)
+	for i := range n {
+		go func() {
+			cmd := exec.Command(wasmpyBinary(t), "exec", "-c", "import sys; print(sys.argv[1])", strconv.Itoa(i))
+			cmd.Env = env
+			out, err := cmd.Output()
+			code := 0
+			if err != nil {
+				code = -1
+			}
+			outs <- outcome{Stdout: string(out), Code: code}
+		}()
+	}
+	seen := map[string]bool{}
+	for range n {
+		o := <-outs
+		require.Zero(t, o.Code)
+		seen[o.Stdout] = true
+	}
+	require.Len(t, seen, n)
+	_, runs := residentRuns(t, env)
+	require.Equal(t, n+2, runs)
+}
