@@ -479,3 +479,26 @@ func TestResidentIsolatesRuns(t *testing.T) {
 	_, runs := residentRuns(t, env)
 	require.Equal(t, n+2, runs)
 }
+
+// On a terminal, through the resident: input() reads the line typed, and
+// Ctrl-C (SIGINT to exec, the terminal's foreground) raises
+// KeyboardInterrupt in the script.
+func TestResidentTerminal(t *testing.T) {
+	env, rt := residentEnv(t)
+	startTestResident(t, env)
+	t.Setenv("XDG_RUNTIME_DIR", rt) // startSession's wasmpy inherits it
+	s := startSession(t, "exec", "-c", "name = input('name? ')\nprint('hello', name)")
+	s.expect("name? ")
+	s.send("Ada\r")
+	s.expect("hello Ada")
+	require.Equal(t, 0, s.exit())
+
+	s = startSession(t, "exec", "-c", "import time\nprint('ready', flush=True)\ntime.sleep(600)")
+	s.expect("ready")
+	s.send("\x03")
+	s.expect("time.sleep(600)")
+	s.expect("KeyboardInterrupt")
+	require.Equal(t, exitSIGINT, s.exit())
+	_, runs := residentRuns(t, env)
+	require.Equal(t, 2, runs, "the resident ran both")
+}
