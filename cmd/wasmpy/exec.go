@@ -38,6 +38,9 @@ func execCommand() *cli.Command {
 			"saved in FILE (a new session if FILE does not exist) and saves what it leaves back to\n" +
 			"FILE: variables, imports, functions, classes and workspace files carry over. A turn\n" +
 			"stopped by a limit or a signal leaves FILE's state as it was.\n\n" +
+			"The run is handed to your resident wasmpy process, which keeps the interpreter loaded\n" +
+			"(one starts in the background when none runs; see `wasmpy help resident`): the same run,\n" +
+			"a fresh instance each time, started in milliseconds. --resident=false runs it here.\n\n" +
 			"Exit status: the script's own; 130 after Ctrl-C, 143 after SIGTERM. Sandbox outcomes\n" +
 			"have their own: 120 internal, 121 memory, 122 output, 123 fuel, 124 timeout; 2 is a\n" +
 			"usage error, 125 a wasmpy failure.",

@@ -37,6 +37,8 @@ const (
 	// warmEnv carries the configuration the resident loads as it starts:
 	// that of the run whose client started it.
 	warmEnv = "WASMPY_RESIDENT_WARM"
+	// requestWait bounds the wait for a client's request once it connects.
+	requestWait = 30 * time.Second
 )
 
 func residentCommand() *cli.Command {
@@ -320,12 +322,16 @@ func (s *server) isRetired() bool {
 
 func (s *server) handle(conn *resident.Conn) {
 	defer conn.Close()
+	// A client sends its request as it connects: one that does not (stopped,
+	// say) must not keep the resident from its idle exit.
+	conn.SetReadDeadline(time.Now().Add(requestWait))
 	var req request
 	files, err := conn.Recv(&req)
 	defer closeFiles(files)
 	if err != nil {
 		return
 	}
+	conn.SetReadDeadline(time.Time{})
 	if req.Binary != s.binary {
 		s.retire() // first, so that the client can start the new one
 		conn.Send(reply{Fallback: fallbackStale})

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -259,6 +260,9 @@ func parseRights(oob []byte) ([]*os.File, error) {
 	}
 	return files, nil
 }
+
+// SetReadDeadline bounds the wait for the next message (zero: none).
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.c.SetReadDeadline(t) }
 
 // Close ends the connection.
 func (c *Conn) Close() error { return c.c.Close() }
