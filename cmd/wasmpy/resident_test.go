@@ -308,7 +308,10 @@ func TestResidentBrokenPipe(t *testing.T) {
 // and takes its socket with it.
 func TestResidentIdleExit(t *testing.T) {
 	env, rt := residentEnv(t)
-	pid := startTestResident(t, env, "--idle", "300ms")
+	// The idle time is long enough for the run below to reach the resident
+	// after `resident start` returns, which takes two process starts.
+	const idle = 2 * time.Second
+	pid := startTestResident(t, env, "--idle", idle.String())
 	// A run that waits on its stdin keeps it busy past its idle time.
 	cmd := exec.Command(wasmpyBinary(t), "exec", "-c", "print(input())")
 	cmd.Env = env
@@ -317,7 +320,9 @@ func TestResidentIdleExit(t *testing.T) {
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	require.NoError(t, cmd.Start())
-	time.Sleep(time.Second)
+	time.Sleep(2 * idle)
+	// Still there, so busy: with our run (had it missed the resident, this
+	// process would be gone, the run in exec's own).
 	require.NoError(t, syscall.Kill(pid, 0), "busy, it is still there")
 	io.WriteString(stdin, "done\n")
 	stdin.Close()
