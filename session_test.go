@@ -129,6 +129,38 @@ print(globals().get('secret'), hasattr(json, 'secret'), os.path.exists('/workspa
 	require.Equal(t, "PermissionError", res.Error.Type)
 }
 
+// TestSessionDetachFiles: a turn with DetachFiles leaves its workspace
+// files to the caller (Files, File, Removed) and the session keeps none,
+// so the next turn reads the stable directory as the caller left it; /tmp
+// stays in the session.
+func TestSessionDetachFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "old.txt"), []byte("old"), 0o644))
+	sess := newSession(t, testSandbox(t))
+	res := turnOf(t, sess, wasmpy.Job{Workspace: dir, DetachFiles: true,
+		Code: "import os\nos.remove('old.txt')\nopen('new.txt', 'w').write('new')\nopen('/tmp/t', 'w').write('t')"})
+	require.NoError(t, res.Err(), res.Stderr)
+	require.Equal(t, []string{"old.txt"}, res.Removed())
+	require.Len(t, res.Files, 1)
+	data, ok := res.File("new.txt")
+	require.True(t, ok)
+	require.Equal(t, "new", string(data))
+
+	// The caller did not carry the turn's work over: the next turn sees the
+	// directory as it is.
+	res = turnOf(t, sess, wasmpy.Job{Workspace: dir, DetachFiles: true, Code: "import os\nprint(sorted(os.listdir('.')), open('/tmp/t').read())"})
+	require.NoError(t, res.Err(), res.Stderr)
+	require.Equal(t, "['old.txt'] t\n", res.Stdout)
+	require.Empty(t, res.Files)
+	require.Empty(t, res.Removed())
+
+	// Without it the session keeps its overlay over the directory.
+	turnOf(t, sess, wasmpy.Job{Workspace: dir, Code: "import os\nos.remove('old.txt')"})
+	res = turnOf(t, sess, wasmpy.Job{Workspace: dir, Code: "import os\nprint(os.listdir('.'))"})
+	require.Equal(t, "[]\n", res.Stdout)
+	require.Equal(t, []string{"old.txt"}, res.Removed())
+}
+
 func TestSessionFork(t *testing.T) {
 	sb := testSandbox(t)
 	parent := newSession(t, sb)

@@ -289,7 +289,8 @@ func (e *Executor) Session(ctx context.Context, id, owner string) (*SessionInfo,
 // SessionExec runs req as the next turn of session id and records its
 // provenance (kind session: the session, the turn, the state's hash
 // before and after). The turn may call submit_result and the workspace's
-// file functions; its files stay in the session. The session is saved to
+// file functions; its files stay in the session, unless req.Workspace
+// names a directory the caller keeps them in. The session is saved to
 // the store after the turn; a turn another replica's turn overtook fails
 // with ErrSessionConflict, its state dropped and its record internal.
 func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRequest) (*Execution, error) {
@@ -298,6 +299,7 @@ func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRe
 		return nil, err
 	}
 	job.Filename = "<session>"
+	job.DetachFiles = req.Workspace != ""
 	job.Grants = []wasmpy.Capability{wasmpy.SubmitResult, wasmpy.ReadFile, wasmpy.WriteFile, wasmpy.ListFiles}
 	l, err := e.session(ctx, id, owner)
 	if err != nil {
