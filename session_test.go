@@ -251,6 +251,74 @@ func TestSessionSaveRestore(t *testing.T) {
 	require.Equal(t, info.StateHash, res.Session.StateBefore)
 }
 
+// TestSessionDelta: a copy restored from a Save follows the session by
+// deltas, each holding only what a turn changed, and ends at the same
+// state; a delta that does not fit the copy, or is damaged, is refused with
+// an error that says why, and the copy stays as it was.
+func TestSessionDelta(t *testing.T) {
+	sb := testSandbox(t)
+	sess := newSession(t, sb)
+	turn(t, sess, setup)
+	var full bytes.Buffer
+	require.NoError(t, sess.Save(&full))
+	other, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")})
+	require.NoError(t, err)
+	defer other.Close(context.Background())
+	cp, err := other.RestoreSession(context.Background(), bytes.NewReader(full.Bytes()))
+	require.NoError(t, err)
+
+	var deltas [][]byte
+	for _, code := range []string{"x += 1", "write_file('notes/c.txt', 'turn 3')\nx += 1", "x = f()"} {
+		res := turn(t, sess, code)
+		var d bytes.Buffer
+		require.NoError(t, sess.SaveDelta(&d, res.Session.StateBefore))
+		require.Less(t, d.Len(), full.Len()/10, "a delta holds what the turn changed")
+		require.NoError(t, cp.ApplyDelta(bytes.NewReader(d.Bytes())))
+		deltas = append(deltas, d.Bytes())
+	}
+	want, err := sess.Info()
+	require.NoError(t, err)
+	got, err := cp.Info()
+	require.NoError(t, err)
+	require.Equal(t, want.StateHash, got.StateHash)
+	require.Equal(t, want.Turns, got.Turns)
+	res := turn(t, cp, "print(x, read_file('notes/c.txt'))")
+	require.Equal(t, "44 turn 3\n", res.Stdout)
+	require.Equal(t, want.StateHash, res.Session.StateBefore)
+
+	// An empty delta: from the state the session holds.
+	var empty bytes.Buffer
+	require.NoError(t, sess.SaveDelta(&empty, want.StateHash))
+	require.ErrorContains(t, sess.SaveDelta(&empty, "f00d"), "cannot save changes since state f00d")
+
+	last := deltas[len(deltas)-1]
+	flip := bytes.Clone(last)
+	flip[len(flip)/2] ^= 1
+	stale := newSession(t, sb)
+	for _, c := range []struct {
+		name string
+		to   *wasmpy.Session
+		data []byte
+		want string
+	}{
+		{"applied twice", cp, last, "the delta applies to state"},
+		{"another session's", stale, last, "a delta of session"},
+		{"corrupt", cp, flip, "checksum mismatch"},
+		{"truncated", cp, last[:len(last)-40], "corrupt or truncated"},
+		{"empty", cp, nil, "not a wasmpy saved session"},
+		{"a whole save", cp, full.Bytes(), "a whole saved session, not a delta"},
+	} {
+		before, err := c.to.Info()
+		require.NoError(t, err)
+		require.ErrorContains(t, c.to.ApplyDelta(bytes.NewReader(c.data)), c.want, c.name)
+		after, err := c.to.Info()
+		require.NoError(t, err)
+		require.Equal(t, before.StateHash, after.StateHash, c.name)
+	}
+	_, err = sb.RestoreSession(context.Background(), bytes.NewReader(last))
+	require.ErrorContains(t, err, "a session delta, not a saved session")
+}
+
 // The saved session crosses processes: this test's binary, run again,
 // restores it, runs a turn and saves it back.
 func TestSessionAcrossProcesses(t *testing.T) {
