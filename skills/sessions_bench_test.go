@@ -34,10 +34,18 @@ func (s *countingStore) UpdateSession(ctx context.Context, sess *provenance.Sess
 	return s.Store.UpdateSession(ctx, sess, prevTurn)
 }
 
+func (s *countingStore) AppendSession(ctx context.Context, sess *provenance.Session, delta []byte, prevTurn int) error {
+	s.written.Add(int64(len(delta)))
+	return s.Store.AppendSession(ctx, sess, delta, prevTurn)
+}
+
 func (s *countingStore) GetSession(ctx context.Context, id string) (*provenance.Session, error) {
 	sess, err := s.Store.GetSession(ctx, id)
 	if err == nil {
 		s.read.Add(int64(len(sess.State)))
+		for _, d := range sess.Deltas {
+			s.read.Add(int64(len(d)))
+		}
 	}
 	return sess, err
 }
@@ -45,7 +53,9 @@ func (s *countingStore) GetSession(ctx context.Context, id string) (*provenance.
 // BenchmarkSessionExecStore is a session turn as the HTTP service takes
 // it: through the Executor, recorded and saved to a SQLite store. It
 // reports the p50 and the state bytes written to and read from the store
-// per turn, for a small state and one holding a list of about 50 MB.
+// per turn, for a small state and one holding a list of about 50 MB. Every
+// 64 turns, or when the deltas outweigh it, a turn saves the session whole
+// again (skills.maxDeltas).
 //
 //	go test -run '^$' -bench SessionExecStore -benchtime 20x ./skills
 func BenchmarkSessionExecStore(b *testing.B) {
@@ -65,8 +75,12 @@ func BenchmarkSessionExecStore(b *testing.B) {
 			defer ex.Close(ctx)
 			in, err := ex.NewSession(ctx, "")
 			require.NoError(b, err)
-			_, err = ex.SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: c.setup})
-			require.NoError(b, err)
+			// The setup turn, and one more: its delta outweighs the new
+			// session's save, so it saves the session whole.
+			for _, code := range []string{c.setup, "x += 1"} {
+				_, err = ex.SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: code})
+				require.NoError(b, err)
+			}
 			st.written.Store(0)
 			st.read.Store(0)
 			var times []time.Duration
