@@ -17,7 +17,9 @@ import (
 //  4. skills (registered over the API) and tokens.
 //  5. skills.hash and skill_audit: who changed which skill version, when.
 //  6. executions.codegen: how generated code was made (NULL for other kinds).
-//  7. session_deltas: the deltas saved after a session's state.
+//  7. session_deltas: the deltas saved after a session's state; the state
+//     moves out of sessions into session_states, since SQLite rewrites a
+//     whole row, blob and all, to update any column of it.
 var (
 	sqliteMigrations = []string{
 		`CREATE TABLE IF NOT EXISTS owners (
@@ -111,7 +113,13 @@ var (
 
 		`ALTER TABLE executions ADD COLUMN codegen TEXT; -- JSON {attempts, validated, ...}`,
 
-		`CREATE TABLE session_deltas (
+		`CREATE TABLE session_states (
+			session_id TEXT PRIMARY KEY,
+			state      BLOB NOT NULL
+		);
+		INSERT INTO session_states (session_id, state) SELECT id, state FROM sessions;
+		ALTER TABLE sessions DROP COLUMN state;
+		CREATE TABLE session_deltas (
 			session_id TEXT NOT NULL,
 			turn       INTEGER NOT NULL,
 			delta      BLOB NOT NULL,
@@ -209,7 +217,13 @@ var (
 
 		`ALTER TABLE executions ADD COLUMN codegen jsonb;`,
 
-		`CREATE TABLE session_deltas (
+		`CREATE TABLE session_states (
+			session_id text PRIMARY KEY,
+			state      bytea NOT NULL
+		);
+		INSERT INTO session_states (session_id, state) SELECT id, state FROM sessions;
+		ALTER TABLE sessions DROP COLUMN state;
+		CREATE TABLE session_deltas (
 			session_id text NOT NULL,
 			turn       integer NOT NULL,
 			delta      bytea NOT NULL,

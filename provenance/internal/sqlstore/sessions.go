@@ -26,14 +26,29 @@ func (s *Store) CreateSession(ctx context.Context, sess *provenance.Session) err
 	if sess.UpdatedAt.IsZero() {
 		sess.UpdatedAt = sess.CreatedAt
 	}
-	res, err := s.db.ExecContext(ctx, s.d.q(`INSERT INTO sessions (id, owner, turn, state, state_hash, size, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
-		sess.ID, sess.Owner, sess.Turn, sess.State, sess.StateHash, sess.Size, s.d.time(sess.CreatedAt), s.d.time(sess.UpdatedAt))
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("provenance: session %s: %w", sess.ID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO sessions (id, owner, turn, state_hash, size, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
+		sess.ID, sess.Owner, sess.Turn, sess.StateHash, sess.Size, s.d.time(sess.CreatedAt), s.d.time(sess.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("provenance: session %s: %w", sess.ID, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("session %s: %w", sess.ID, provenance.ErrExists)
+	}
+	// A session deleted while a replica appended to it may have left deltas.
+	if _, err := tx.ExecContext(ctx, s.d.q("DELETE FROM session_deltas WHERE session_id = ?"), sess.ID); err != nil {
+		return fmt.Errorf("provenance: session %s: %w", sess.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, s.d.q("INSERT INTO session_states (session_id, state) VALUES (?, ?)"), sess.ID, sess.State); err != nil {
+		return fmt.Errorf("provenance: session %s: %w", sess.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("provenance: session %s: %w", sess.ID, err)
 	}
 	return nil
 }
@@ -44,10 +59,16 @@ func (s *Store) UpdateSession(ctx context.Context, sess *provenance.Session, pre
 	sess.UpdatedAt = time.Time{}
 	stamp(sess, &sess.UpdatedAt)
 	return s.sessionTx(ctx, sess.ID, prevTurn, func(tx *sql.Tx) (sql.Result, error) {
-		res, err := tx.ExecContext(ctx, s.d.q(`UPDATE sessions SET turn = ?, state = ?, state_hash = ?, size = ?, updated_at = ?
+		res, err := tx.ExecContext(ctx, s.d.q(`UPDATE sessions SET turn = ?, state_hash = ?, size = ?, updated_at = ?
 			WHERE id = ? AND turn = ?`),
-			sess.Turn, sess.State, sess.StateHash, sess.Size, s.d.time(sess.UpdatedAt), sess.ID, prevTurn)
+			sess.Turn, sess.StateHash, sess.Size, s.d.time(sess.UpdatedAt), sess.ID, prevTurn)
 		if err != nil {
+			return nil, err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return res, nil
+		}
+		if _, err := tx.ExecContext(ctx, s.d.q("UPDATE session_states SET state = ? WHERE session_id = ?"), sess.State, sess.ID); err != nil {
 			return nil, err
 		}
 		if _, err := tx.ExecContext(ctx, s.d.q("DELETE FROM session_deltas WHERE session_id = ?"), sess.ID); err != nil {
@@ -148,7 +169,8 @@ func (s *Store) GetSession(ctx context.Context, id string) (*provenance.Session,
 	}
 	defer tx.Rollback()
 	var state []byte
-	sess, err := scanSession(tx.QueryRowContext(ctx, s.d.q("SELECT "+sessionColumns+", state FROM sessions WHERE id = ?"), id), &state)
+	sess, err := scanSession(tx.QueryRowContext(ctx, s.d.q("SELECT "+sessionColumns+
+		", session_states.state FROM sessions JOIN session_states ON session_states.session_id = sessions.id WHERE id = ?"), id), &state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("session %s: %w", id, provenance.ErrNotFound)
 	}
@@ -197,8 +219,10 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("session %s: %w", id, provenance.ErrNotFound)
 	}
-	if _, err := tx.ExecContext(ctx, s.d.q("DELETE FROM session_deltas WHERE session_id = ?"), id); err != nil {
-		return fmt.Errorf("provenance: session %s: %w", id, err)
+	for _, table := range []string{"session_states", "session_deltas"} {
+		if _, err := tx.ExecContext(ctx, s.d.q("DELETE FROM "+table+" WHERE session_id = ?"), id); err != nil {
+			return fmt.Errorf("provenance: session %s: %w", id, err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("provenance: session %s: %w", id, err)
