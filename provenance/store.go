@@ -71,6 +71,10 @@ type Sessions interface {
 	// StatSession returns a session without its state or deltas, or
 	// ErrNotFound: enough to tell whether a copy in memory is current.
 	StatSession(ctx context.Context, id string) (*Session, error)
+	// SessionDeltas returns the deltas saved for the turns after
+	// afterTurn, oldest first, for a copy in memory to catch up; none is
+	// no error.
+	SessionDeltas(ctx context.Context, id string, afterTurn int) ([][]byte, error)
 	// UpdateSession replaces the session s.ID's turn, state, state hash and
 	// update time, and drops its deltas, if its stored turn is still
 	// prevTurn; else ErrConflict (another turn, perhaps on another replica,

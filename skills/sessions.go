@@ -19,6 +19,7 @@ type SessionStore interface {
 	CreateSession(ctx context.Context, s *provenance.Session) error
 	GetSession(ctx context.Context, id string) (*provenance.Session, error)
 	StatSession(ctx context.Context, id string) (*provenance.Session, error)
+	SessionDeltas(ctx context.Context, id string, afterTurn int) ([][]byte, error)
 	UpdateSession(ctx context.Context, s *provenance.Session, prevTurn int) error
 	AppendSession(ctx context.Context, s *provenance.Session, delta []byte, prevTurn int) error
 	DeleteSession(ctx context.Context, id string) error
@@ -165,6 +166,8 @@ func (e *Executor) refresh(ctx context.Context, l *live, in wasmpy.SessionInfo) 
 		return fmt.Errorf("skills: loading session: %w", err)
 	case head.Turn == in.Turns && head.StateHash == in.StateHash:
 		return nil
+	case head.Turn > in.Turns && e.catchUp(ctx, l, in, head):
+		return nil
 	}
 	saved, err := e.cfg.Sessions.GetSession(ctx, in.ID)
 	switch {
@@ -175,6 +178,25 @@ func (e *Executor) refresh(ctx context.Context, l *live, in wasmpy.SessionInfo) 
 	}
 	l.sess.Close()               // first: the restored one takes its place among the open
 	return e.load(ctx, l, saved) // on failure l is closed: the next request restores it afresh
+}
+
+// catchUp moves l on by the deltas the store has after its turn, when
+// another replica's turns were saved as deltas from l's state; each must
+// start from the state before it (ApplyDelta checks), so after a whole save
+// it fails, and refresh reads the session whole.
+func (e *Executor) catchUp(ctx context.Context, l *live, in wasmpy.SessionInfo, head *provenance.Session) bool {
+	deltas, err := e.cfg.Sessions.SessionDeltas(ctx, in.ID, in.Turns)
+	if err != nil || len(deltas) == 0 {
+		return false
+	}
+	for _, d := range deltas {
+		if l.sess.ApplyDelta(bytes.NewReader(d)) != nil {
+			return false
+		}
+		l.deltas, l.deltaBytes = l.deltas+1, l.deltaBytes+int64(len(d))
+	}
+	now, err := l.sess.Info()
+	return err == nil && now.Turns >= head.Turn
 }
 
 // track registers l as open, locked for the caller; sessions.mu is held.

@@ -39,6 +39,14 @@ func (s *countingStore) AppendSession(ctx context.Context, sess *provenance.Sess
 	return s.Store.AppendSession(ctx, sess, delta, prevTurn)
 }
 
+func (s *countingStore) SessionDeltas(ctx context.Context, id string, afterTurn int) ([][]byte, error) {
+	deltas, err := s.Store.SessionDeltas(ctx, id, afterTurn)
+	for _, d := range deltas {
+		s.read.Add(int64(len(d)))
+	}
+	return deltas, err
+}
+
 func (s *countingStore) GetSession(ctx context.Context, id string) (*provenance.Session, error) {
 	sess, err := s.Store.GetSession(ctx, id)
 	if err == nil {

@@ -145,7 +145,10 @@ func TestSessionSavesIncrementally(t *testing.T) {
 	// then from what that one left.
 	other := executor(base)
 	require.Equal(t, "6\n", run(other, "print(x)\nx += 10"))
+	st.read.Store(0)
 	require.Equal(t, "16\n", run(ex, "print(x)"))
+	require.Positive(t, st.read.Load())
+	require.Less(t, st.read.Load(), int64(whole/10), "it read only the other's delta")
 
 	// A turn's delta larger than the whole save: the next turn saves whole.
 	run(ex, "import random\nnoise = random.randbytes(3 * "+fmt.Sprint(whole)+")")
@@ -157,6 +160,11 @@ func TestSessionSavesIncrementally(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, saved.Deltas)
 	require.Greater(t, len(saved.State), 3*whole)
+	// The other replica's copy is older than that whole save: the deltas do
+	// not start from it, and it reads the session whole.
+	require.Equal(t, "17\n", run(other, "print(x)"))
+	saved, err = base.StatSession(ctx, in.ID)
+	require.NoError(t, err)
 
 	// A damaged delta: the session cannot be loaded, and says why.
 	require.NoError(t, base.AppendSession(ctx, &provenance.Session{ID: in.ID, Turn: saved.Turn + 1, StateHash: "x"}, []byte("garbage"), saved.Turn))

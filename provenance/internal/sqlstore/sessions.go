@@ -181,19 +181,37 @@ func (s *Store) GetSession(ctx context.Context, id string) (*provenance.Session,
 		state = []byte{}
 	}
 	sess.State = state
-	rows, err := tx.QueryContext(ctx, s.d.q("SELECT delta FROM session_deltas WHERE session_id = ? ORDER BY turn"), id)
+	if sess.Deltas, err = s.deltas(ctx, tx, id, -1); err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// SessionDeltas returns a session's deltas for the turns after afterTurn.
+func (s *Store) SessionDeltas(ctx context.Context, id string, afterTurn int) ([][]byte, error) {
+	return s.deltas(ctx, s.db, id, afterTurn)
+}
+
+func (s *Store) deltas(ctx context.Context, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, id string, afterTurn int) ([][]byte, error) {
+	rows, err := db.QueryContext(ctx, s.d.q("SELECT delta FROM session_deltas WHERE session_id = ? AND turn > ? ORDER BY turn"), id, afterTurn)
 	if err != nil {
 		return nil, fmt.Errorf("provenance: session %s: %w", id, err)
 	}
 	defer rows.Close()
+	var out [][]byte
 	for rows.Next() {
 		var d []byte
 		if err := rows.Scan(&d); err != nil {
 			return nil, fmt.Errorf("provenance: session %s: %w", id, err)
 		}
-		sess.Deltas = append(sess.Deltas, d)
+		out = append(out, d)
 	}
-	return sess, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("provenance: session %s: %w", id, err)
+	}
+	return out, nil
 }
 
 // StatSession returns a session without its state or deltas.
