@@ -50,6 +50,17 @@ func (r *Result) File(path string) ([]byte, bool) {
 	return r.workspace.OverlayFile(path)
 }
 
+// Removed lists the workspace paths the run removed or renamed away: files
+// and directories of the stable directory (Job.Workspace) it hid, each
+// with everything under it. A caller that keeps a run's work in that
+// directory removes these, then writes Files.
+func (r *Result) Removed() []string {
+	if r.workspace == nil {
+		return nil
+	}
+	return r.workspace.Removed()
+}
+
 // OK reports whether the run succeeded.
 func (r *Result) OK() bool { return r.Error == nil }
 

@@ -90,6 +90,7 @@ type Session struct {
 
 	mu     sync.Mutex // held by a turn
 	state  *sessionState
+	prev   *sessionState // the state before the last turn kept, for SaveDelta; nil if none
 	turns  int
 	used   time.Time
 	timer  *time.Timer
@@ -104,6 +105,19 @@ type sessionState struct {
 
 	hashOnce sync.Once
 	hash     string
+	ovOnce   sync.Once
+	ovSum    [sha256.Size]byte
+}
+
+// overlaySum identifies the overlay alone, for SaveDelta to tell whether
+// it changed.
+func (st *sessionState) overlaySum() [sha256.Size]byte {
+	st.ovOnce.Do(func() {
+		h := sha256.New()
+		st.overlay.Hash(h)
+		h.Sum(st.ovSum[:0])
+	})
+	return st.ovSum
 }
 
 // Hash identifies the state by content, for provenance.
@@ -293,7 +307,7 @@ func (s *Session) Run(ctx context.Context, job Job) (*Result, error) {
 		t.next = nil
 	}
 	if t.next != nil {
-		s.state, info.Kept = t.next, true
+		s.prev, s.state, info.Kept = s.state, t.next, true
 	}
 	info.StateAfter, info.StateBytes = s.state.Hash(key), s.state.bytes()
 	res.Session = info
@@ -326,7 +340,7 @@ func (s *Session) closeLocked(why error) {
 	if s.state.mem != nil {
 		s.sb.engine.Forget(s.state.mem)
 	}
-	s.closed, s.state = why, nil
+	s.closed, s.state, s.prev = why, nil, nil
 	s.timer.Stop()
 	r := &s.sb.sessions
 	r.mu.Lock()

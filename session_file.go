@@ -26,7 +26,16 @@ import (
 // The header names what the session was made with, so that a sandbox with
 // another interpreter, standard library, package sets or preload refuses
 // it before reading the body.
-var sessionMagic = []byte("wasmpy-session\n")
+//
+// A saved delta (SaveDelta) has the same envelope under its own magic,
+// "wasmpy-delta\n": its header also names the state it applies to (base)
+// as well as the one it makes (state_hash), and its body holds the memory's
+// delta (wasm.State.MarshalDelta) and the overlay, left empty when the
+// overlay did not change (same_overlay).
+var (
+	sessionMagic = []byte("wasmpy-session\n")
+	deltaMagic   = []byte("wasmpy-delta\n")
+)
 
 const sessionVersion = 1
 
@@ -39,6 +48,8 @@ type savedHeader struct {
 	ImageKey    string          `json:"image_key"` // wasm.Engine.Key
 	StateHash   string          `json:"state_hash"`
 	Fresh       bool            `json:"fresh,omitempty"` // no turn has changed the memory yet
+	Base        string          `json:"base,omitempty"`  // a delta's: the state it applies to
+	SameOverlay bool            `json:"same_overlay,omitempty"`
 }
 
 // Save writes the session's state, compressed, to w: pages of memory that
@@ -50,15 +61,9 @@ func (s *Session) Save(w io.Writer) error {
 	if s.closed != nil {
 		return s.closed
 	}
-	key := s.sb.engine.Key()
-	hdr := savedHeader{ID: s.id, Turns: s.turns, Interpreter: s.sb.Interpreter(), Packages: s.sb.Packages(),
-		ImageKey: key, StateHash: s.state.Hash(key), Fresh: s.state.mem == nil}
-	hj, err := json.Marshal(hdr)
-	if err != nil {
-		return err
-	}
 	var mem []byte
 	if s.state.mem != nil {
+		var err error
 		if mem, err = s.state.mem.MarshalBinary(); err != nil {
 			return err
 		}
@@ -67,14 +72,69 @@ func (s *Session) Save(w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return writeSaved(w, sessionMagic, s.header(), mem, ov)
+}
+
+// SaveDelta writes what moves the session from the state whose hash is
+// since to the one it holds now: the pages of memory that changed, and the
+// overlay if it changed. since is the session's state before its last
+// turn (SessionTurn.StateBefore), or its state now (an empty delta); a
+// store that keeps a Save and the deltas after it writes per turn only
+// what the turn changed. ApplyDelta reads it.
+func (s *Session) SaveDelta(w io.Writer, since string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed != nil {
+		return s.closed
+	}
+	key := s.sb.engine.Key()
+	base := s.state
+	if since != base.Hash(key) {
+		if base = s.prev; base == nil || since != base.Hash(key) {
+			return fmt.Errorf("wasmpy: session %s cannot save changes since state %.12s: it holds only its state before its last turn and its state now", s.id, since)
+		}
+	}
+	hdr := s.header()
+	hdr.Base = since
+	var mem []byte
+	if s.state.mem != nil {
+		var err error
+		if mem, err = s.sb.engine.MarshalDelta(s.state.mem, base.mem); err != nil {
+			return err
+		}
+	}
+	var ov []byte
+	if hdr.SameOverlay = base.overlaySum() == s.state.overlaySum(); !hdr.SameOverlay {
+		var err error
+		if ov, err = json.Marshal(s.state.overlay); err != nil {
+			return err
+		}
+	}
+	return writeSaved(w, deltaMagic, hdr, mem, ov)
+}
+
+// header is the session's saved header as it is now; s.mu is held.
+func (s *Session) header() savedHeader {
+	key := s.sb.engine.Key()
+	return savedHeader{ID: s.id, Turns: s.turns, Interpreter: s.sb.Interpreter(), Packages: s.sb.Packages(),
+		ImageKey: key, StateHash: s.state.Hash(key), Fresh: s.state.mem == nil}
+}
+
+// writeSaved writes the envelope: magic, version, header, the parts
+// deflated, and the SHA-256 of it all.
+func writeSaved(w io.Writer, magic []byte, hdr savedHeader, parts ...[]byte) error {
+	hj, err := json.Marshal(hdr)
+	if err != nil {
+		return err
+	}
 	h := sha256.New()
 	out := io.MultiWriter(w, h)
-	head := append(append(bytes.Clone(sessionMagic), sessionVersion), binary.LittleEndian.AppendUint32(nil, uint32(len(hj)))...)
+	head := append(append(bytes.Clone(magic), sessionVersion), binary.LittleEndian.AppendUint32(nil, uint32(len(hj)))...)
 	if _, err := out.Write(append(head, hj...)); err != nil {
 		return err
 	}
 	zw, _ := flate.NewWriter(out, flate.BestSpeed)
-	for _, part := range [][]byte{mem, ov} {
+	for _, part := range parts {
 		if _, err := zw.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(part)))); err != nil {
 			return err
 		}
@@ -87,6 +147,69 @@ func (s *Session) Save(w io.Writer) error {
 	}
 	_, err = w.Write(h.Sum(nil))
 	return err
+}
+
+// ApplyDelta moves the session on by what SaveDelta wrote, made by this
+// session or a copy of it (restored from the same Save, in this process or
+// another). The delta must start from the state the session holds and end
+// at the state it names; anything else (another session's, a stale or
+// damaged delta) is refused with an error that says so, and the session
+// stays as it was.
+func (s *Session) ApplyDelta(r io.Reader) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed != nil {
+		return s.closed
+	}
+	max := s.max
+	raw, err := readSaved(r, max)
+	if err != nil {
+		return err
+	}
+	hdr, body, err := s.sb.checkSaved(raw, max, deltaMagic)
+	if err != nil {
+		return err
+	}
+	key := s.sb.engine.Key()
+	switch {
+	case hdr.ID != s.id:
+		return errSaved("a delta of session %s, not of %s", hdr.ID, s.id)
+	case hdr.Base != s.state.Hash(key):
+		return errSaved("the delta applies to state %.12s, the session is at %.12s", hdr.Base, s.state.Hash(key))
+	case hdr.Turns < s.turns:
+		return errSaved("the delta goes back from turn %d to %d", s.turns, hdr.Turns)
+	}
+	memBytes, ovBytes, err := readParts(body, max)
+	if err != nil {
+		return err
+	}
+	st := &sessionState{overlay: s.state.overlay}
+	switch {
+	case hdr.Fresh && len(memBytes) != 0:
+		return errSaved("a fresh session with memory pages")
+	case !hdr.Fresh:
+		if st.mem, err = s.sb.engine.ApplyDelta(s.state.mem, memBytes); err != nil {
+			return err
+		}
+	}
+	if !hdr.SameOverlay {
+		if st.overlay, err = s.sb.decodeOverlay(ovBytes); err != nil {
+			return err
+		}
+	} else if len(ovBytes) != 0 {
+		return errSaved("an overlay marked unchanged")
+	}
+	if st.bytes() > max {
+		return errSaved("state of %d bytes is past the limit of %d", st.bytes(), max)
+	}
+	if got := st.Hash(key); got != hdr.StateHash {
+		return errSaved("the state does not match its hash")
+	}
+	if s.state.mem != nil {
+		s.sb.engine.Forget(s.state.mem)
+	}
+	s.prev, s.state, s.turns = s.state, st, hdr.Turns
+	return nil
 }
 
 // RestoreSession opens a session from what Session.Save wrote, in this
@@ -103,12 +226,11 @@ func (s *Sandbox) RestoreSession(ctx context.Context, r io.Reader) (*Session, er
 		return nil, ErrClosed
 	}
 	max := s.sessions.limits.MaxStateBytes
-	// The saved form is compressed: at worst a little larger than the state.
-	raw, err := io.ReadAll(io.LimitReader(r, max+max/16+1<<20))
+	raw, err := readSaved(r, max)
 	if err != nil {
-		return nil, fmt.Errorf("wasmpy: reading the saved session: %w", err)
+		return nil, err
 	}
-	hdr, body, err := s.checkSaved(raw, max)
+	hdr, body, err := s.checkSaved(raw, max, sessionMagic)
 	if err != nil {
 		return nil, err
 	}
@@ -125,10 +247,27 @@ func errSaved(format string, args ...any) error {
 	return fmt.Errorf("wasmpy: saved session: "+format, args...)
 }
 
-// checkSaved checks the envelope and the header, and returns the body.
-func (s *Sandbox) checkSaved(raw []byte, max int64) (*savedHeader, []byte, error) {
-	n := len(sessionMagic)
-	if len(raw) < n+1 || !bytes.Equal(raw[:n], sessionMagic) {
+// readSaved reads a saved session or delta of at most max bytes of state.
+func readSaved(r io.Reader, max int64) ([]byte, error) {
+	// The saved form is compressed: at worst a little larger than the state.
+	raw, err := io.ReadAll(io.LimitReader(r, max+max/16+1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("wasmpy: reading the saved session: %w", err)
+	}
+	return raw, nil
+}
+
+// checkSaved checks the envelope (of magic: a saved session or a delta)
+// and the header, and returns the body.
+func (s *Sandbox) checkSaved(raw []byte, max int64, magic []byte) (*savedHeader, []byte, error) {
+	n := len(magic)
+	if len(raw) < n+1 || !bytes.Equal(raw[:n], magic) {
+		switch {
+		case bytes.HasPrefix(raw, deltaMagic):
+			return nil, nil, errSaved("a session delta, not a saved session: apply it to its session (Session.ApplyDelta)")
+		case bytes.HasPrefix(raw, sessionMagic):
+			return nil, nil, errSaved("a whole saved session, not a delta: restore it (Sandbox.RestoreSession)")
+		}
 		return nil, nil, errSaved("not a wasmpy saved session")
 	}
 	if v := raw[n]; v != sessionVersion {
@@ -182,10 +321,37 @@ func setNames(sets []PackageSet) string {
 	return b.String()
 }
 
-// decodeBody inflates the body, within max bytes of state, and checks it:
-// the memory's page table, the overlay's paths and limits, and the hash
-// the header claims.
+// decodeBody inflates a saved session's body, within max bytes of state,
+// and checks it: the memory's page table, the overlay's paths and limits,
+// and the hash the header claims.
 func (s *Sandbox) decodeBody(hdr *savedHeader, body []byte, max int64) (*sessionState, error) {
+	memBytes, ovBytes, err := readParts(body, max)
+	if err != nil {
+		return nil, err
+	}
+	st := &sessionState{}
+	if !hdr.Fresh {
+		if st.mem, err = wasm.UnmarshalState(hdr.ImageKey, memBytes); err != nil {
+			return nil, err
+		}
+	} else if len(memBytes) != 0 {
+		return nil, errSaved("a fresh session with memory pages")
+	}
+	if st.overlay, err = s.decodeOverlay(ovBytes); err != nil {
+		return nil, err
+	}
+	if st.bytes() > max {
+		return nil, errSaved("state of %d bytes is past the limit of %d", st.bytes(), max)
+	}
+	if got := st.Hash(hdr.ImageKey); got != hdr.StateHash {
+		return nil, errSaved("the state does not match its hash")
+	}
+	return st, nil
+}
+
+// readParts inflates a body's two parts, the memory and the overlay, each
+// within max bytes, and nothing after them.
+func readParts(body []byte, max int64) (mem, overlay []byte, err error) {
 	zr := flate.NewReader(bytes.NewReader(body))
 	defer zr.Close()
 	part := func(what string) ([]byte, error) {
@@ -203,43 +369,33 @@ func (s *Sandbox) decodeBody(hdr *savedHeader, body []byte, max int64) (*session
 		}
 		return b, nil
 	}
-	memBytes, err := part("memory")
-	if err != nil {
-		return nil, err
+	if mem, err = part("memory"); err != nil {
+		return nil, nil, err
 	}
-	ovBytes, err := part("overlay")
-	if err != nil {
-		return nil, err
+	if overlay, err = part("overlay"); err != nil {
+		return nil, nil, err
 	}
 	if n, _ := zr.Read(make([]byte, 1)); n > 0 {
-		return nil, errSaved("data after the overlay")
+		return nil, nil, errSaved("data after the overlay")
 	}
-	st := &sessionState{overlay: &workspace.Overlay{}}
-	if !hdr.Fresh {
-		if st.mem, err = wasm.UnmarshalState(hdr.ImageKey, memBytes); err != nil {
-			return nil, err
-		}
-	} else if len(memBytes) != 0 {
-		return nil, errSaved("a fresh session with memory pages")
-	}
-	if err := json.Unmarshal(ovBytes, st.overlay); err != nil {
+	return mem, overlay, nil
+}
+
+// decodeOverlay decodes a saved overlay and checks that it fits a
+// workspace of this sandbox's limits, with clean paths.
+func (s *Sandbox) decodeOverlay(b []byte) (*workspace.Overlay, error) {
+	ov := &workspace.Overlay{}
+	if err := json.Unmarshal(b, ov); err != nil {
 		return nil, errSaved("overlay: %v", err)
 	}
-	if st.bytes() > max {
-		return nil, errSaved("state of %d bytes is past the limit of %d", st.bytes(), max)
-	}
-	// The overlay must fit a workspace of this sandbox's limits.
 	ws, err := workspace.New(workspace.Config{MaxFileBytes: s.cfg.Workspace.MaxFileBytes,
 		MaxOverlayBytes: s.cfg.Workspace.MaxOverlayBytes, MaxFiles: s.cfg.Workspace.MaxFiles})
 	if err != nil {
 		return nil, err
 	}
 	defer ws.Close()
-	if err := ws.Restore(st.overlay); err != nil {
+	if err := ws.Restore(ov); err != nil {
 		return nil, errSaved("overlay: %v", err)
 	}
-	if got := st.Hash(hdr.ImageKey); got != hdr.StateHash {
-		return nil, errSaved("the state does not match its hash")
-	}
-	return st, nil
+	return ov, nil
 }

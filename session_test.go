@@ -129,6 +129,38 @@ print(globals().get('secret'), hasattr(json, 'secret'), os.path.exists('/workspa
 	require.Equal(t, "PermissionError", res.Error.Type)
 }
 
+// TestSessionDetachFiles: a turn with DetachFiles leaves its workspace
+// files to the caller (Files, File, Removed) and the session keeps none,
+// so the next turn reads the stable directory as the caller left it; /tmp
+// stays in the session.
+func TestSessionDetachFiles(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "old.txt"), []byte("old"), 0o644))
+	sess := newSession(t, testSandbox(t))
+	res := turnOf(t, sess, wasmpy.Job{Workspace: dir, DetachFiles: true,
+		Code: "import os\nos.remove('old.txt')\nopen('new.txt', 'w').write('new')\nopen('/tmp/t', 'w').write('t')"})
+	require.NoError(t, res.Err(), res.Stderr)
+	require.Equal(t, []string{"old.txt"}, res.Removed())
+	require.Len(t, res.Files, 1)
+	data, ok := res.File("new.txt")
+	require.True(t, ok)
+	require.Equal(t, "new", string(data))
+
+	// The caller did not carry the turn's work over: the next turn sees the
+	// directory as it is.
+	res = turnOf(t, sess, wasmpy.Job{Workspace: dir, DetachFiles: true, Code: "import os\nprint(sorted(os.listdir('.')), open('/tmp/t').read())"})
+	require.NoError(t, res.Err(), res.Stderr)
+	require.Equal(t, "['old.txt'] t\n", res.Stdout)
+	require.Empty(t, res.Files)
+	require.Empty(t, res.Removed())
+
+	// Without it the session keeps its overlay over the directory.
+	turnOf(t, sess, wasmpy.Job{Workspace: dir, Code: "import os\nos.remove('old.txt')"})
+	res = turnOf(t, sess, wasmpy.Job{Workspace: dir, Code: "import os\nprint(os.listdir('.'))"})
+	require.Equal(t, "[]\n", res.Stdout)
+	require.Equal(t, []string{"old.txt"}, res.Removed())
+}
+
 func TestSessionFork(t *testing.T) {
 	sb := testSandbox(t)
 	parent := newSession(t, sb)
@@ -217,6 +249,74 @@ func TestSessionSaveRestore(t *testing.T) {
 	require.Equal(t, checked, res.Stdout)
 	require.Equal(t, 2, res.Session.Turn)
 	require.Equal(t, info.StateHash, res.Session.StateBefore)
+}
+
+// TestSessionDelta: a copy restored from a Save follows the session by
+// deltas, each holding only what a turn changed, and ends at the same
+// state; a delta that does not fit the copy, or is damaged, is refused with
+// an error that says why, and the copy stays as it was.
+func TestSessionDelta(t *testing.T) {
+	sb := testSandbox(t)
+	sess := newSession(t, sb)
+	turn(t, sess, setup)
+	var full bytes.Buffer
+	require.NoError(t, sess.Save(&full))
+	other, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")})
+	require.NoError(t, err)
+	defer other.Close(context.Background())
+	cp, err := other.RestoreSession(context.Background(), bytes.NewReader(full.Bytes()))
+	require.NoError(t, err)
+
+	var deltas [][]byte
+	for _, code := range []string{"x += 1", "write_file('notes/c.txt', 'turn 3')\nx += 1", "x = f()"} {
+		res := turn(t, sess, code)
+		var d bytes.Buffer
+		require.NoError(t, sess.SaveDelta(&d, res.Session.StateBefore))
+		require.Less(t, d.Len(), full.Len()/10, "a delta holds what the turn changed")
+		require.NoError(t, cp.ApplyDelta(bytes.NewReader(d.Bytes())))
+		deltas = append(deltas, d.Bytes())
+	}
+	want, err := sess.Info()
+	require.NoError(t, err)
+	got, err := cp.Info()
+	require.NoError(t, err)
+	require.Equal(t, want.StateHash, got.StateHash)
+	require.Equal(t, want.Turns, got.Turns)
+	res := turn(t, cp, "print(x, read_file('notes/c.txt'))")
+	require.Equal(t, "44 turn 3\n", res.Stdout)
+	require.Equal(t, want.StateHash, res.Session.StateBefore)
+
+	// An empty delta: from the state the session holds.
+	var empty bytes.Buffer
+	require.NoError(t, sess.SaveDelta(&empty, want.StateHash))
+	require.ErrorContains(t, sess.SaveDelta(&empty, "f00d"), "cannot save changes since state f00d")
+
+	last := deltas[len(deltas)-1]
+	flip := bytes.Clone(last)
+	flip[len(flip)/2] ^= 1
+	stale := newSession(t, sb)
+	for _, c := range []struct {
+		name string
+		to   *wasmpy.Session
+		data []byte
+		want string
+	}{
+		{"applied twice", cp, last, "the delta applies to state"},
+		{"another session's", stale, last, "a delta of session"},
+		{"corrupt", cp, flip, "checksum mismatch"},
+		{"truncated", cp, last[:len(last)-40], "corrupt or truncated"},
+		{"empty", cp, nil, "not a wasmpy saved session"},
+		{"a whole save", cp, full.Bytes(), "a whole saved session, not a delta"},
+	} {
+		before, err := c.to.Info()
+		require.NoError(t, err)
+		require.ErrorContains(t, c.to.ApplyDelta(bytes.NewReader(c.data)), c.want, c.name)
+		after, err := c.to.Info()
+		require.NoError(t, err)
+		require.Equal(t, before.StateHash, after.StateHash, c.name)
+	}
+	_, err = sb.RestoreSession(context.Background(), bytes.NewReader(last))
+	require.ErrorContains(t, err, "a session delta, not a saved session")
 }
 
 // The saved session crosses processes: this test's binary, run again,

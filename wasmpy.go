@@ -259,6 +259,14 @@ type Job struct {
 	// Workspace is the stable (read-only) directory of this run's workspace;
 	// "" means Config.Workspace.Stable.
 	Workspace string
+	// DetachFiles, for a session's turn, leaves the workspace's files out
+	// of the state the session keeps (its /tmp stays): what the turn's
+	// overlay holds (the files it wrote, the paths it removed, and any the
+	// session had) is the caller's, from the Result (Files, File,
+	// Removed), to carry into Workspace. A front end whose workspace is a directory of
+	// its own sets it on every turn, so that no stale copy in the session
+	// hides what that directory holds now. A plain run ignores it.
+	DetachFiles bool
 	// ResultSchema, when set, is a JSON Schema the value given to
 	// submit_result must match.
 	ResultSchema json.RawMessage
@@ -331,7 +339,11 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 		return nil, err
 	}
 	if t != nil && out.State != nil {
-		t.next = &sessionState{mem: out.State, overlay: caps.workspace.Overlay()}
+		ov := caps.workspace.Overlay()
+		if job.DetachFiles {
+			ov.Workspace = workspace.OverlayTree{}
+		}
+		t.next = &sessionState{mem: out.State, overlay: ov}
 	}
 	res := newResult(out)
 	res.Packages = slices.Clone(s.sets)

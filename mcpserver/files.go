@@ -126,6 +126,20 @@ func (f *files) write(p string, data []byte) (FileInfo, error) {
 	return FileInfo{Path: c, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
+// remove removes p and all it holds; a path that is not there is no error.
+func (f *files) remove(p string) error {
+	c, err := cleanPath(p)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.root.RemoveAll(c); err != nil {
+		return fmt.Errorf("%s: %w", c, unwrapPath(err))
+	}
+	return nil
+}
+
 // read returns the contents of p.
 func (f *files) read(p string) (string, []byte, error) {
 	c, err := cleanPath(p)

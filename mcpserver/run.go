@@ -187,11 +187,19 @@ func runOutput(x *skills.Execution) *RunOutput {
 		Files: []FileInfo{}, DurationMS: r.DurationMS, MemoryPeakBytes: r.MemoryPeakBytes, FuelUsed: r.FuelUsed, Session: r.Session}
 }
 
-// saveFiles copies what a run wrote into the session's workspace, so later
-// runs and read_file see it.
+// saveFiles carries what a run did to its workspace over to the session's
+// workspace, so later runs and read_file see it: the paths it removed or
+// renamed away go, then the files it wrote are written. A session turn
+// keeps no files of its own (skills.ExecRequest.Workspace), so this
+// directory is the one copy.
 func saveFiles(ws *files, res *wasmpy.Result) ([]FileInfo, string) {
 	out := []FileInfo{}
 	var failed []string
+	for _, p := range res.Removed() {
+		if err := ws.remove(p); err != nil {
+			failed = append(failed, err.Error())
+		}
+	}
 	for _, fc := range res.Files {
 		data, ok := res.File(fc.Path)
 		if !ok {

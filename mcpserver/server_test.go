@@ -301,6 +301,56 @@ func TestWorkspaceTools(t *testing.T) {
 	require.Equal(t, "[]\n", structured[mcpserver.RunOutput](t, res).Stdout)
 }
 
+// TestWorkspaceRemovals: what a run removes or renames away leaves the
+// workspace, from plain runs and session turns alike, and a session keeps
+// no copy of its own that would hide what the workspace holds now.
+func TestWorkspaceRemovals(t *testing.T) {
+	srv := newServer(t, nil)
+	c := connect(t, srv)
+	ls := func() []string {
+		t.Helper()
+		res := call(t, c, "list_files", map[string]any{}, nil)
+		paths := []string{}
+		for _, f := range structured[struct{ Files []mcpserver.FileInfo }](t, res).Files {
+			paths = append(paths, f.Path)
+		}
+		return paths
+	}
+	run := func(code, session string) mcpserver.RunOutput {
+		t.Helper()
+		args := map[string]any{"code": code}
+		if session != "" {
+			args["session_id"] = session
+		}
+		res := call(t, c, "run_python", args, nil)
+		require.False(t, res.IsError, text(res))
+		return structured[mcpserver.RunOutput](t, res)
+	}
+	for p, content := range map[string]string{"a.txt": "A", "b.txt": "B", "d/e/f.txt": "F", "d/g.txt": "G"} {
+		call(t, c, "write_file", map[string]any{"path": p, "content": content}, nil)
+	}
+	run("import os\nos.remove('a.txt')\nos.rename('b.txt', 'c.txt')\nos.rename('d', 'x')", "")
+	require.Equal(t, []string{"c.txt", "x/e/f.txt", "x/g.txt"}, ls())
+	res := call(t, c, "read_file", map[string]any{"path": "a.txt"}, nil)
+	require.True(t, res.IsError)
+	require.Contains(t, text(res), "no such file")
+	require.Equal(t, "['c.txt', 'x']\n", run("import os; print(sorted(os.listdir('.')))", "").Stdout)
+
+	res = call(t, c, "session_create", map[string]any{}, nil)
+	id := structured[skills.SessionInfo](t, res).ID
+	out := run("open('s.txt', 'w').write('one')\nimport os\nos.remove('c.txt')\nkept = 1", id)
+	require.Equal(t, []mcpserver.FileInfo{{Path: "s.txt", Size: 3, SHA256: out.Files[0].SHA256}}, out.Files)
+	require.Equal(t, []string{"s.txt", "x/e/f.txt", "x/g.txt"}, ls())
+	// The workspace changes between turns: the next turn sees it as it is.
+	call(t, c, "write_file", map[string]any{"path": "s.txt", "content": "two"}, nil)
+	run("import shutil; shutil.rmtree('x')", "")
+	out = run("import os\nprint(kept, open('s.txt').read(), sorted(os.listdir('.')))", id)
+	require.Equal(t, "1 two ['s.txt']\n", out.Stdout)
+	require.Empty(t, out.Files, "a turn that wrote nothing reports nothing written")
+	run("import os; os.remove('s.txt')", id)
+	require.Equal(t, []string{}, ls())
+}
+
 func TestWorkspaceLimits(t *testing.T) {
 	c := connect(t, newServer(t, func(cfg *mcpserver.Config) {
 		cfg.Workspace.MaxFileBytes, cfg.Workspace.MaxOverlayBytes, cfg.Workspace.MaxFiles = 10, 15, 2

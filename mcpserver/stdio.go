@@ -20,27 +20,42 @@ const MaxMessageBytes = mcp.DefaultMaxLineLength
 // out (a subprocess's stdin and stdout). The SDK's own ends the session at
 // the first line that is not a JSON-RPC message; this one answers such a
 // line with a JSON-RPC error (parse error, invalid request, or a message too
-// large) and carries on, so a client's mistake never ends its session.
+// large) and carries on, so a client's mistake never ends its session. At
+// EOF on in it answers every request it passed on first (all but those the
+// client cancelled): the SDK drops what is still running when its input
+// ends, and a client may well close stdin right after its last request.
 func NewStdioTransport(in io.Reader, out io.Writer) mcp.Transport {
-	w := &lockedWriter{w: out}
+	p := newPending()
+	w := &lockedWriter{w: out, p: p}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(filterMessages(in, pw, w)) }()
-	return &mcp.IOTransport{Reader: pr, Writer: w}
+	r := &closeSignal{PipeReader: pr, closed: make(chan struct{})}
+	go func() {
+		err := filterMessages(in, pw, w, p)
+		if err == nil {
+			p.drain(r.closed)
+		}
+		pw.CloseWithError(err)
+	}()
+	return &mcp.IOTransport{Reader: r, Writer: w}
 }
 
 // filterMessages copies the lines of in that are JSON-RPC messages (or
-// batches) to good, and answers the others on reply. It returns at EOF.
-func filterMessages(in io.Reader, good io.Writer, reply io.Writer) error {
+// batches) to good, noting their requests in p, and answers the others on
+// reply. It returns nil at EOF.
+func filterMessages(in io.Reader, good io.Writer, reply io.Writer, p *pending) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, tooLong, err := readLine(r, MaxMessageBytes)
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
-			if problem, id := check(line, tooLong); problem != nil {
+			if msgs, problem, id := check(line, tooLong); problem != nil {
 				if werr := writeError(reply, id, problem); werr != nil {
 					return werr
 				}
-			} else if _, werr := good.Write(append(line, '\n')); werr != nil {
-				return werr
+			} else {
+				p.asked(msgs)
+				if _, werr := good.Write(append(line, '\n')); werr != nil {
+					return werr
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -70,26 +85,41 @@ func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	}
 }
 
-// check returns the JSON-RPC error for a line that is no message, with the
-// request id when one can be read from it.
-func check(line []byte, tooLong bool) (*jsonrpc.Error, any) {
+// check returns the messages of a line (one, or a batch's valid ones), or
+// the JSON-RPC error for a line that is no message, with the request id when
+// one can be read from it.
+func check(line []byte, tooLong bool) ([]jsonrpc.Message, *jsonrpc.Error, any) {
 	if tooLong {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("message larger than %d bytes", MaxMessageBytes)}, nil
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("message larger than %d bytes", MaxMessageBytes)}, nil
 	}
 	if !json.Valid(line) {
-		return &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: the line is not JSON"}, nil
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: the line is not JSON"}, nil
 	}
 	if t := bytes.TrimSpace(line); t[0] == '[' {
-		return nil, nil // a batch: the SDK answers it, or refuses it, itself
+		return decodeBatch(t), nil, nil // the SDK answers it, or refuses it, itself
 	}
-	var probe struct {
-		ID any `json:"id"`
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		var probe struct {
+			ID any `json:"id"`
+		}
+		json.Unmarshal(line, &probe)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + err.Error()}, validID(probe.ID)
 	}
-	json.Unmarshal(line, &probe)
-	if _, err := jsonrpc.DecodeMessage(line); err != nil {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + err.Error()}, validID(probe.ID)
+	return []jsonrpc.Message{msg}, nil, nil
+}
+
+// decodeBatch returns the valid messages of a JSON array of them.
+func decodeBatch(b []byte) []jsonrpc.Message {
+	var raws []json.RawMessage
+	json.Unmarshal(b, &raws)
+	var msgs []jsonrpc.Message
+	for _, raw := range raws {
+		if m, err := jsonrpc.DecodeMessage(raw); err == nil {
+			msgs = append(msgs, m)
+		}
 	}
-	return nil, nil
+	return msgs
 }
 
 // validID is id if JSON-RPC allows it as a request id (a string or a
@@ -111,17 +141,118 @@ func writeError(w io.Writer, id any, e *jsonrpc.Error) error {
 	return err
 }
 
-// lockedWriter serializes whole messages from the SDK and the filter; the
-// SDK writes each message in one Write. It leaves out open at Close.
+// pending is the client's requests passed on to the SDK and not yet
+// answered or cancelled.
+type pending struct {
+	mu      sync.Mutex
+	ids     map[jsonrpc.ID]bool
+	changed chan struct{} // signalled when ids shrinks
+}
+
+func newPending() *pending {
+	return &pending{ids: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1)}
+}
+
+// asked notes the requests among msgs, and forgets those a
+// notifications/cancelled names: the SDK need not answer them.
+func (p *pending) asked(msgs []jsonrpc.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		switch {
+		case !ok:
+		case req.IsCall():
+			p.ids[req.ID] = true
+		case req.Method == "notifications/cancelled":
+			var params struct {
+				RequestID any `json:"requestId"`
+			}
+			if json.Unmarshal(req.Params, &params) == nil {
+				if id, err := jsonrpc.MakeID(params.RequestID); err == nil {
+					p.forget(id)
+				}
+			}
+		}
+	}
+}
+
+// answered forgets the requests a message (or batch) written to the client
+// answers.
+func (p *pending) answered(b []byte) {
+	var msgs []jsonrpc.Message
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
+		msgs = decodeBatch(t)
+	} else if m, err := jsonrpc.DecodeMessage(t); err == nil {
+		msgs = []jsonrpc.Message{m}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range msgs {
+		if resp, ok := m.(*jsonrpc.Response); ok {
+			p.forget(resp.ID)
+		}
+	}
+}
+
+func (p *pending) forget(id jsonrpc.ID) {
+	if p.ids[id] {
+		delete(p.ids, id)
+		select {
+		case p.changed <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// drain waits until every request has its answer, or until stop is closed
+// (the SDK closed its end: it will answer nothing more).
+func (p *pending) drain(stop <-chan struct{}) {
+	for {
+		p.mu.Lock()
+		n := len(p.ids)
+		p.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-p.changed:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// closeSignal is the SDK's end of the input pipe; closed tells the filter
+// that the SDK has stopped reading.
+type closeSignal struct {
+	*io.PipeReader
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (r *closeSignal) Close() error {
+	r.once.Do(func() { close(r.closed) })
+	return r.PipeReader.Close()
+}
+
+// lockedWriter serializes whole messages from the SDK and the filter (the
+// SDK writes each message in one Write), and tells p which requests they
+// answer. It leaves out open at Close.
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	p  *pending
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
+func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(b)
+	if err == nil {
+		l.p.answered(b)
+	}
+	return n, err
 }
 
 func (l *lockedWriter) Close() error { return nil }

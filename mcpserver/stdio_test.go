@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -25,7 +26,7 @@ func FuzzFilterMessages(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var good, reply bytes.Buffer
-		if err := filterMessages(bytes.NewReader(in), &good, &reply); err != nil {
+		if err := filterMessages(bytes.NewReader(in), &good, &reply, newPending()); err != nil {
 			t.Fatal(err)
 		}
 		lines := 0
@@ -76,7 +77,7 @@ func FuzzFilterMessages(f *testing.F) {
 func TestFilterMessagesTooLong(t *testing.T) {
 	var good, reply bytes.Buffer
 	in := strings.Repeat("x", MaxMessageBytes+10) + "\n" + `{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
-	if err := filterMessages(strings.NewReader(in), &good, &reply); err != nil {
+	if err := filterMessages(strings.NewReader(in), &good, &reply, newPending()); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(reply.String(), `"code":-32600`) || !strings.Contains(reply.String(), "larger than") {
@@ -85,4 +86,48 @@ func TestFilterMessagesTooLong(t *testing.T) {
 	if good.String() != `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n" {
 		t.Fatalf("passed %q", good.String())
 	}
+}
+
+// TestPending: the requests passed on are pending until a response (alone
+// or in a batch) answers them or the client cancels them; notifications
+// and invalid lines are not.
+func TestPending(t *testing.T) {
+	p := newPending()
+	in := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":"a","method":"tools/call"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"ping"}]`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call"}`,
+		`{"id":5,"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}`,
+	}, "\n")
+	var good, reply bytes.Buffer
+	if err := filterMessages(strings.NewReader(in), &good, &reply, p); err != nil {
+		t.Fatal(err)
+	}
+	want := func(ids ...any) {
+		t.Helper()
+		got := map[jsonrpc.ID]bool{}
+		for _, v := range ids {
+			id, err := jsonrpc.MakeID(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[id] = true
+		}
+		if !maps.Equal(got, p.ids) {
+			t.Fatalf("pending %v, want %v", p.ids, got)
+		}
+	}
+	want(1.0, "a", 2.0, 3.0)
+	p.answered([]byte(`{"jsonrpc":"2.0","id":"a","result":{}}` + "\n"))
+	p.answered([]byte(`[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}]` + "\n"))
+	want(1.0)
+	stop := make(chan struct{})
+	close(stop)
+	p.drain(stop) // returns: the SDK has stopped reading
+	p.answered([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	want()
+	p.drain(nil) // returns: nothing pending
 }

@@ -65,13 +65,27 @@ type Store interface {
 type Sessions interface {
 	// CreateSession inserts s, or fails with ErrExists.
 	CreateSession(ctx context.Context, s *Session) error
-	// GetSession returns a session with its state, or ErrNotFound.
+	// GetSession returns a session with its state and the deltas after
+	// it, or ErrNotFound.
 	GetSession(ctx context.Context, id string) (*Session, error)
-	// UpdateSession replaces the session s.ID's turn, state and update time
-	// if its stored turn is still prevTurn; else ErrConflict (another turn,
-	// perhaps on another replica, got there first), or ErrNotFound.
+	// StatSession returns a session without its state or deltas, or
+	// ErrNotFound: enough to tell whether a copy in memory is current.
+	StatSession(ctx context.Context, id string) (*Session, error)
+	// SessionDeltas returns the deltas saved for the turns after
+	// afterTurn, oldest first, for a copy in memory to catch up; none is
+	// no error.
+	SessionDeltas(ctx context.Context, id string, afterTurn int) ([][]byte, error)
+	// UpdateSession replaces the session s.ID's turn, state, state hash and
+	// update time, and drops its deltas, if its stored turn is still
+	// prevTurn; else ErrConflict (another turn, perhaps on another replica,
+	// got there first), or ErrNotFound.
 	UpdateSession(ctx context.Context, s *Session, prevTurn int) error
-	// DeleteSession removes a session, or fails with ErrNotFound.
+	// AppendSession adds delta after the session s.ID's state and deltas,
+	// and sets its turn (s.Turn, which orders the deltas), state hash and
+	// update time, on the same terms as UpdateSession. It sets s.Size.
+	AppendSession(ctx context.Context, s *Session, delta []byte, prevTurn int) error
+	// DeleteSession removes a session and its deltas, or fails with
+	// ErrNotFound.
 	DeleteSession(ctx context.Context, id string) error
 	// ListSessions returns the sessions f selects, without their states,
 	// most recently updated first.
@@ -192,15 +206,21 @@ type Stats struct {
 }
 
 // Session is a saved session: Python state that lasts across turns. The
-// store keeps its state as opaque bytes; Turn orders updates, so two
-// replicas cannot both take the same turn.
+// store keeps its state, and the deltas saved after it (each turn's
+// changes), as opaque bytes; Turn orders updates, so two replicas cannot
+// both take the same turn.
 type Session struct {
-	ID        string    `json:"session_id"`
-	Owner     string    `json:"owner"` // who may use it (a token's name); "" for anyone
-	Turn      int       `json:"turn"`  // turns taken; 0 for a new session
-	State     []byte    `json:"-"`     // the saved session; nil from ListSessions
+	ID    string `json:"session_id"`
+	Owner string `json:"owner"` // who may use it (a token's name); "" for anyone
+	Turn  int    `json:"turn"`  // turns taken; 0 for a new session
+	State []byte `json:"-"`     // the saved session; nil from ListSessions and StatSession
+	// Deltas follow State, oldest first; nil from ListSessions and
+	// StatSession.
+	Deltas [][]byte `json:"-"`
+	// StateHash identifies the state the deltas lead to: the caller's
+	// hash of it, kept as given.
 	StateHash string    `json:"state_hash"`
-	Size      int64     `json:"size"` // len(State)
+	Size      int64     `json:"size"` // len(State) and the deltas' lengths
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }

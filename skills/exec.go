@@ -215,7 +215,10 @@ type ExecRequest struct {
 	// Stdout and Stderr, when set, get the output as the code writes it.
 	Stdout, Stderr io.Writer
 	// Workspace is the directory the run reads as its workspace (it writes
-	// to an overlay, returned in the Result); "" means the sandbox's.
+	// to an overlay, returned in the Result); "" means the sandbox's. A
+	// session turn with one keeps no files in the session
+	// (wasmpy.Job.DetachFiles): the caller owns the directory and carries
+	// each turn's files into it, and the next turn reads it as it is then.
 	Workspace string
 }
 

@@ -18,7 +18,10 @@ import (
 type SessionStore interface {
 	CreateSession(ctx context.Context, s *provenance.Session) error
 	GetSession(ctx context.Context, id string) (*provenance.Session, error)
+	StatSession(ctx context.Context, id string) (*provenance.Session, error)
+	SessionDeltas(ctx context.Context, id string, afterTurn int) ([][]byte, error)
 	UpdateSession(ctx context.Context, s *provenance.Session, prevTurn int) error
+	AppendSession(ctx context.Context, s *provenance.Session, delta []byte, prevTurn int) error
 	DeleteSession(ctx context.Context, id string) error
 	ListSessions(ctx context.Context, f provenance.SessionFilter) ([]*provenance.Session, error)
 }
@@ -57,7 +60,16 @@ type live struct {
 	mu    sync.Mutex
 	sess  *wasmpy.Session
 	owner string
+	// What the store holds of it: a whole save of base bytes, then deltas
+	// (one a turn) of deltaBytes in all.
+	base, deltaBytes int64
+	deltas           int
 }
+
+// maxDeltas bounds the deltas the store keeps after a session's whole
+// save; past it, or once they outweigh the save, a turn saves the session
+// whole again, so that loading it stays cheap.
+const maxDeltas = 64
 
 // sessions are the Executor's open sessions, by id.
 type sessions struct {
@@ -112,11 +124,30 @@ func (e *Executor) session(ctx context.Context, id, owner string) (*live, error)
 	case saved.Owner != owner:
 		return nil, ErrNoSession
 	}
+	l = &live{owner: owner}
+	if err := e.load(ctx, l, saved); err != nil {
+		return nil, err
+	}
+	return e.track(l), nil
+}
+
+// load restores the session the store saved into l: its whole save, then
+// its deltas in order.
+func (e *Executor) load(ctx context.Context, l *live, saved *provenance.Session) error {
 	sess, err := e.sb.RestoreSession(ctx, bytes.NewReader(saved.State))
 	if err != nil {
-		return nil, sessionError(err)
+		return sessionError(err)
 	}
-	return e.track(sess, owner), nil
+	l.base, l.deltas, l.deltaBytes = int64(len(saved.State)), len(saved.Deltas), 0
+	for _, d := range saved.Deltas {
+		if err := sess.ApplyDelta(bytes.NewReader(d)); err != nil {
+			sess.Close()
+			return err
+		}
+		l.deltaBytes += int64(len(d))
+	}
+	l.sess = sess
+	return nil
 }
 
 // refresh brings the live session l (its state in) up to the store's:
@@ -127,33 +158,54 @@ func (e *Executor) refresh(ctx context.Context, l *live, in wasmpy.SessionInfo) 
 	if e.cfg.Sessions == nil {
 		return nil
 	}
-	saved, err := e.cfg.Sessions.GetSession(ctx, in.ID)
+	head, err := e.cfg.Sessions.StatSession(ctx, in.ID) // not the state: l is most likely current
 	switch {
 	case errors.Is(err, provenance.ErrNotFound):
 		return ErrNoSession // closed by another replica
 	case err != nil:
 		return fmt.Errorf("skills: loading session: %w", err)
-	case saved.Turn == in.Turns && saved.StateHash == in.StateHash:
+	case head.Turn == in.Turns && head.StateHash == in.StateHash:
+		return nil
+	case head.Turn > in.Turns && e.catchUp(ctx, l, in, head):
 		return nil
 	}
-	l.sess.Close() // first: the restored one takes its place among the open
-	sess, err := e.sb.RestoreSession(ctx, bytes.NewReader(saved.State))
-	if err != nil {
-		return sessionError(err) // l is closed: the next request restores it afresh
+	saved, err := e.cfg.Sessions.GetSession(ctx, in.ID)
+	switch {
+	case errors.Is(err, provenance.ErrNotFound):
+		return ErrNoSession
+	case err != nil:
+		return fmt.Errorf("skills: loading session: %w", err)
 	}
-	l.sess = sess
-	return nil
+	l.sess.Close()               // first: the restored one takes its place among the open
+	return e.load(ctx, l, saved) // on failure l is closed: the next request restores it afresh
 }
 
-// track registers sess as open, locked for the caller; sessions.mu is
-// held.
-func (e *Executor) track(sess *wasmpy.Session, owner string) *live {
-	l := &live{sess: sess, owner: owner}
+// catchUp moves l on by the deltas the store has after its turn, when
+// another replica's turns were saved as deltas from l's state; each must
+// start from the state before it (ApplyDelta checks), so after a whole save
+// it fails, and refresh reads the session whole.
+func (e *Executor) catchUp(ctx context.Context, l *live, in wasmpy.SessionInfo, head *provenance.Session) bool {
+	deltas, err := e.cfg.Sessions.SessionDeltas(ctx, in.ID, in.Turns)
+	if err != nil || len(deltas) == 0 {
+		return false
+	}
+	for _, d := range deltas {
+		if l.sess.ApplyDelta(bytes.NewReader(d)) != nil {
+			return false
+		}
+		l.deltas, l.deltaBytes = l.deltas+1, l.deltaBytes+int64(len(d))
+	}
+	now, err := l.sess.Info()
+	return err == nil && now.Turns >= head.Turn
+}
+
+// track registers l as open, locked for the caller; sessions.mu is held.
+func (e *Executor) track(l *live) *live {
 	l.mu.Lock()
 	if e.sessions.open == nil {
 		e.sessions.open = map[string]*live{}
 	}
-	e.sessions.open[sess.ID()] = l
+	e.sessions.open[l.sess.ID()] = l
 	return l
 }
 
@@ -218,10 +270,10 @@ func (e *Executor) admitSession(ctx context.Context) error {
 // opened registers and stores a session just made (new or forked).
 func (e *Executor) opened(ctx context.Context, sess *wasmpy.Session, owner string) (*SessionInfo, error) {
 	e.sessions.mu.Lock()
-	l := e.track(sess, owner)
+	l := e.track(&live{sess: sess, owner: owner})
 	e.sessions.mu.Unlock()
 	defer l.mu.Unlock()
-	saved, err := e.save(ctx, l, -1)
+	saved, err := e.save(ctx, l, -1, "")
 	if err != nil {
 		e.forget(sess.ID())
 		return nil, err
@@ -230,8 +282,10 @@ func (e *Executor) opened(ctx context.Context, sess *wasmpy.Session, owner strin
 }
 
 // save writes the session to the store: a new row (prevTurn < 0), or the
-// turn after prevTurn. Without a store it saves nothing.
-func (e *Executor) save(ctx context.Context, l *live, prevTurn int) (*provenance.Session, error) {
+// turn after prevTurn, which began at the state whose hash is since: as a
+// delta from it, or whole when the deltas have grown past maxDeltas or
+// the whole save. Without a store it saves nothing.
+func (e *Executor) save(ctx context.Context, l *live, prevTurn int, since string) (*provenance.Session, error) {
 	if e.cfg.Sessions == nil {
 		return nil, nil
 	}
@@ -239,18 +293,29 @@ func (e *Executor) save(ctx context.Context, l *live, prevTurn int) (*provenance
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	saved := &provenance.Session{ID: info.ID, Owner: l.owner, Turn: info.Turns, StateHash: info.StateHash,
+		CreatedAt: now, UpdatedAt: now}
+	ctx = context.WithoutCancel(ctx) // a turn that ran is kept even if its caller left
 	var buf bytes.Buffer
-	if err := l.sess.Save(&buf); err != nil {
+	whole := prevTurn < 0 || l.deltas >= maxDeltas || l.deltaBytes > l.base
+	if whole {
+		err = l.sess.Save(&buf)
+	} else {
+		err = l.sess.SaveDelta(&buf, since)
+	}
+	if err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	saved := &provenance.Session{ID: info.ID, Owner: l.owner, Turn: info.Turns, State: buf.Bytes(), StateHash: info.StateHash,
-		Size: int64(buf.Len()), CreatedAt: now, UpdatedAt: now}
-	ctx = context.WithoutCancel(ctx) // a turn that ran is kept even if its caller left
-	if prevTurn < 0 {
+	switch {
+	case prevTurn < 0:
+		saved.State = buf.Bytes()
 		err = e.cfg.Sessions.CreateSession(ctx, saved)
-	} else {
+	case whole:
+		saved.State = buf.Bytes()
 		err = e.cfg.Sessions.UpdateSession(ctx, saved, prevTurn)
+	default:
+		err = e.cfg.Sessions.AppendSession(ctx, saved, buf.Bytes(), prevTurn)
 	}
 	switch {
 	case errors.Is(err, provenance.ErrConflict):
@@ -259,6 +324,11 @@ func (e *Executor) save(ctx context.Context, l *live, prevTurn int) (*provenance
 		return nil, ErrNoSession // deleted meanwhile
 	case err != nil:
 		return nil, fmt.Errorf("skills: saving session: %w", err)
+	}
+	if whole {
+		l.base, l.deltas, l.deltaBytes = int64(buf.Len()), 0, 0
+	} else {
+		l.deltas, l.deltaBytes = l.deltas+1, l.deltaBytes+int64(buf.Len())
 	}
 	return saved, nil
 }
@@ -289,7 +359,8 @@ func (e *Executor) Session(ctx context.Context, id, owner string) (*SessionInfo,
 // SessionExec runs req as the next turn of session id and records its
 // provenance (kind session: the session, the turn, the state's hash
 // before and after). The turn may call submit_result and the workspace's
-// file functions; its files stay in the session. The session is saved to
+// file functions; its files stay in the session, unless req.Workspace
+// names a directory the caller keeps them in. The session is saved to
 // the store after the turn; a turn another replica's turn overtook fails
 // with ErrSessionConflict, its state dropped and its record internal.
 func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRequest) (*Execution, error) {
@@ -298,6 +369,7 @@ func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRe
 		return nil, err
 	}
 	job.Filename = "<session>"
+	job.DetachFiles = req.Workspace != ""
 	job.Grants = []wasmpy.Capability{wasmpy.SubmitResult, wasmpy.ReadFile, wasmpy.WriteFile, wasmpy.ListFiles}
 	l, err := e.session(ctx, id, owner)
 	if err != nil {
@@ -318,7 +390,7 @@ func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRe
 		// is one the store kept: a process that dies between the two
 		// leaves the record running (then interrupted), never an ok turn
 		// another replica takes again.
-		if _, saveErr = e.save(ctx, l, before.Turns); saveErr != nil {
+		if _, saveErr = e.save(ctx, l, before.Turns, before.StateHash); saveErr != nil {
 			rec.Outcome, rec.Error = provenance.OutcomeInternal, "the turn ran but was not kept: "+saveErr.Error()
 		}
 	})

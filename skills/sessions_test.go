@@ -2,6 +2,7 @@ package skills_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -32,14 +33,27 @@ func (s *orderedStore) Finish(ctx context.Context, rec *provenance.Record) error
 }
 
 func (s *orderedStore) UpdateSession(ctx context.Context, sess *provenance.Session, prevTurn int) error {
-	s.mu.Lock()
-	s.log = append(s.log, "save")
-	conflict := s.conflict
-	s.mu.Unlock()
-	if conflict {
-		return provenance.ErrConflict
+	if err := s.saving(); err != nil {
+		return err
 	}
 	return s.Store.UpdateSession(ctx, sess, prevTurn)
+}
+
+func (s *orderedStore) AppendSession(ctx context.Context, sess *provenance.Session, delta []byte, prevTurn int) error {
+	if err := s.saving(); err != nil {
+		return err
+	}
+	return s.Store.AppendSession(ctx, sess, delta, prevTurn)
+}
+
+func (s *orderedStore) saving() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, "save")
+	if s.conflict {
+		return provenance.ErrConflict
+	}
+	return nil
 }
 
 // A turn's session is saved before its record is finished, so a process
@@ -79,4 +93,81 @@ func TestSessionTurnRecordedAfterSave(t *testing.T) {
 	saved, err := base.GetSession(ctx, in.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, saved.Turn)
+}
+
+// A session's turns are saved as deltas after one whole save, and a
+// session open here is not read back from the store each turn; another
+// replica loads the whole save and the deltas, a turn whose deltas outgrow
+// the whole save is followed by a whole save again, and a damaged delta in
+// the store is refused with an error, never a panic.
+func TestSessionSavesIncrementally(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "provenance.db")
+	base, err := stores.Open(ctx, path)
+	require.NoError(t, err)
+	defer base.Close()
+	st := &countingStore{Store: base}
+	executor := func(st skills.SessionStore) *skills.Executor {
+		ex, err := skills.NewExecutor(ctx, skills.ExecutorConfig{
+			Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Sessions: st})
+		require.NoError(t, err)
+		t.Cleanup(func() { ex.Close(ctx) })
+		return ex
+	}
+	ex := executor(st)
+	in, err := ex.NewSession(ctx, "")
+	require.NoError(t, err)
+	run := func(ex *skills.Executor, code string) string {
+		t.Helper()
+		x, err := ex.SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: code})
+		require.NoError(t, err)
+		require.Nil(t, x.Result.Error, x.Result.Stderr)
+		return x.Result.Stdout
+	}
+	run(ex, "x = 0\nimport json")
+	run(ex, "x += 1") // the first turn's delta outweighs the new session's save: saved whole
+	saved, err := base.GetSession(ctx, in.ID)
+	require.NoError(t, err)
+	require.Empty(t, saved.Deltas)
+	whole := len(saved.State)
+	st.read.Store(0)
+	for i := range 5 {
+		st.written.Store(0)
+		run(ex, "x += 1")
+		require.Less(t, st.written.Load(), int64(whole/10), "turn %d saved a delta", i)
+	}
+	require.Zero(t, st.read.Load(), "the session open here was not read back")
+	saved, err = base.GetSession(ctx, in.ID)
+	require.NoError(t, err)
+	require.Len(t, saved.Deltas, 5)
+
+	// Another replica takes the session up from the store, and this one
+	// then from what that one left.
+	other := executor(base)
+	require.Equal(t, "6\n", run(other, "print(x)\nx += 10"))
+	st.read.Store(0)
+	require.Equal(t, "16\n", run(ex, "print(x)"))
+	require.Positive(t, st.read.Load())
+	require.Less(t, st.read.Load(), int64(whole/10), "it read only the other's delta")
+
+	// A turn's delta larger than the whole save: the next turn saves whole.
+	run(ex, "import random\nnoise = random.randbytes(3 * "+fmt.Sprint(whole)+")")
+	saved, err = base.GetSession(ctx, in.ID)
+	require.NoError(t, err)
+	require.Len(t, saved.Deltas, 8)
+	run(ex, "x += 1")
+	saved, err = base.GetSession(ctx, in.ID)
+	require.NoError(t, err)
+	require.Empty(t, saved.Deltas)
+	require.Greater(t, len(saved.State), 3*whole)
+	// The other replica's copy is older than that whole save: the deltas do
+	// not start from it, and it reads the session whole.
+	require.Equal(t, "17\n", run(other, "print(x)"))
+	saved, err = base.StatSession(ctx, in.ID)
+	require.NoError(t, err)
+
+	// A damaged delta: the session cannot be loaded, and says why.
+	require.NoError(t, base.AppendSession(ctx, &provenance.Session{ID: in.ID, Turn: saved.Turn + 1, StateHash: "x"}, []byte("garbage"), saved.Turn))
+	_, err = executor(base).SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: "print(x)"})
+	require.ErrorContains(t, err, "saved session: not a wasmpy saved session")
 }

@@ -183,12 +183,13 @@ func (e *Engine) begin(b *blank, from *State) (*parked, error) {
 	if err := mem.restore(); err != nil {
 		return fail(err)
 	}
+	if mem.mapping != nil {
+		prefault(e.image, mem.mapping)
+	}
 	if from != nil {
 		if err := from.apply(mem); err != nil {
 			return fail(err)
 		}
-	} else if mem.mapping != nil {
-		prefault(e.image, mem.mapping)
 	}
 	st.intr.mod, st.intr.ctx = m, ctx
 	p := &parked{mod: m, mem: mem, st: st, cancel: cancel, done: make(chan struct{}), lingering: &e.lingering}

@@ -290,6 +290,11 @@ func (e *Engine) capture(mem *memory, from *State) (*State, error) {
 	}
 	s := newState(e.key, uint64(len(buf)), out)
 	s.sums = sums
+	return s.settle()
+}
+
+// settle compacts a state spread over too many segments or runs.
+func (s *State) settle() (*State, error) {
 	switch {
 	case len(s.extents) > maxExtents || s.segs-s.small > maxSegments:
 		return s.compact()

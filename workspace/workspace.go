@@ -23,8 +23,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -162,6 +164,16 @@ func (w *Workspace) Changes() []FileChange {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// Removed lists the stable paths of the workspace tree that the run removed
+// or renamed away, sorted; each hides everything under it. With Changes
+// and OverlayFile it is what a caller needs to carry a run's work over to
+// the stable directory.
+func (w *Workspace) Removed() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.ws.gone))
 }
 
 // OverlayFile returns a copy of the overlay's contents for path (as listed

@@ -2,13 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -128,6 +131,67 @@ func TestMCPStdioMalformed(t *testing.T) {
 	require.Equal(t, "alive\n", m["result"].(map[string]any)["structuredContent"].(map[string]any)["stdout"])
 	stdin.Close()
 	require.NoError(t, cmd.Wait(), "exits 0 at EOF; stderr: %s", stderr.String())
+}
+
+// closeAfter closes the subprocess's stdin right after the client has
+// written its n-th tools/call.
+type closeAfter struct {
+	io.WriteCloser
+	mu sync.Mutex
+	n  int
+}
+
+func (c *closeAfter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.WriteCloser.Write(p)
+	if bytes.Contains(p, []byte(`"method":"tools/call"`)) {
+		if c.n--; c.n == 0 {
+			c.WriteCloser.Close()
+		}
+	}
+	return n, err
+}
+
+// TestMCPStdioEOF: a client that closes `wasmpy mcp`'s stdin right after
+// its last request still gets an answer to each (the SDK used to drop the
+// calls in flight at EOF), and the process then exits 0.
+func TestMCPStdioEOF(t *testing.T) {
+	requireCapabilities(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.Command(wasmpyBinary(t), "mcp", "--skills", testSkills, "--db", filepath.Join(t.TempDir(), "p.db"), "--timeout", "60s")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	const calls = 5
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "eof-test", Version: "1"}, nil).Connect(ctx,
+		&mcp.IOTransport{Reader: stdout, Writer: &closeAfter{WriteCloser: stdin, n: calls}}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	var wg sync.WaitGroup
+	out := make([]string, calls)
+	errs := make([]error, calls)
+	for i := range calls {
+		wg.Go(func() {
+			// The first call outlasts the others: it is surely in flight at EOF.
+			code := fmt.Sprintf("import time\ntime.sleep(%g)\nprint(%d)", map[bool]float64{true: 0.5}[i == 0], i)
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": code}})
+			if errs[i] = err; err == nil {
+				out[i] = fmt.Sprint(res.StructuredContent.(map[string]any)["stdout"])
+			}
+		})
+	}
+	wg.Wait()
+	for i := range calls {
+		require.NoError(t, errs[i], "call %d; stderr: %s", i, stderr.String())
+		require.Equal(t, fmt.Sprintf("%d\n", i), out[i])
+	}
+	require.NoError(t, cmd.Wait(), "exits 0 once all are answered; stderr: %s", stderr.String())
 }
 
 // TestServeMCP drives `wasmpy serve --mcp` over streamable HTTP, behind its

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/provenance/internal/sqlstore"
 	"github.com/wasmpy/wasmpy/provenance/sqlite"
 	"github.com/wasmpy/wasmpy/provenance/storetest"
 )
@@ -89,4 +90,33 @@ func TestMigratesLayout1(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, r, got)
 	require.NoError(t, st.CreateSession(ctx, &provenance.Session{ID: "s"}))
+}
+
+// A database whose sessions keep their state in their own row (layout 6)
+// is migrated: the states move to session_states and read back whole.
+func TestMigratesSessionStates(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite3", "file:"+path)
+	require.NoError(t, err)
+	for _, m := range sqlstore.SQLite.Migrations[:6] {
+		_, err := db.Exec(m)
+		require.NoError(t, err)
+	}
+	_, err = db.Exec(`INSERT INTO sessions (id, owner, turn, state, state_hash, size, created_at, updated_at)
+		VALUES ('s1', 'team', 3, x'0102', 'h', 2, '2025-01-02T03:04:05.000000000Z', '2025-01-02T03:04:05.000000000Z');
+		PRAGMA user_version = 6;`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	st, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	defer st.Close()
+	got, err := st.GetSession(ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, []byte{1, 2}, got.State)
+	require.Equal(t, 3, got.Turn)
+	require.NoError(t, st.AppendSession(ctx, &provenance.Session{ID: "s1", Turn: 4, StateHash: "h4"}, []byte{3}, 3))
+	got, err = st.GetSession(ctx, "s1")
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{{3}}, got.Deltas)
 }

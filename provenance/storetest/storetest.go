@@ -340,9 +340,9 @@ func testSessions(t *testing.T, h Harness) {
 	defer a.Close()
 	defer b.Close()
 
-	s := &provenance.Session{ID: provenance.NewID(), Owner: "team-a", State: []byte("state 0")}
+	s := &provenance.Session{ID: provenance.NewID(), Owner: "team-a", State: []byte("state 0"), StateHash: "h0"}
 	require.NoError(t, a.CreateSession(ctx, s))
-	require.Equal(t, provenance.HashBytes([]byte("state 0")), s.StateHash)
+	require.Equal(t, "h0", s.StateHash, "kept as given")
 	require.Equal(t, int64(7), s.Size)
 	require.False(t, s.CreatedAt.IsZero())
 	require.ErrorIs(t, b.CreateSession(ctx, &provenance.Session{ID: s.ID, Owner: "team-b"}), provenance.ErrExists)
@@ -357,7 +357,7 @@ func testSessions(t *testing.T, h Harness) {
 		big[i] = byte(i * 7)
 	}
 	next := *got
-	next.Turn, next.State = 1, big
+	next.Turn, next.State, next.StateHash = 1, big, "h1"
 	require.NoError(t, b.UpdateSession(ctx, &next, 0))
 	stale := *s
 	stale.Turn, stale.State = 1, []byte("lost")
@@ -366,8 +366,43 @@ func testSessions(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Turn)
 	require.Equal(t, big, got.State)
-	require.Equal(t, provenance.HashBytes(big), got.StateHash)
+	require.Equal(t, "h1", got.StateHash)
 	require.False(t, got.UpdatedAt.Before(got.CreatedAt))
+
+	// Deltas after the state: appended in turn order, a stale one loses, and
+	// a new state drops them.
+	d2 := &provenance.Session{ID: s.ID, Turn: 2, StateHash: "h2"}
+	require.NoError(t, a.AppendSession(ctx, d2, []byte("delta 2"), 1))
+	require.Equal(t, int64(len(big)+7), d2.Size)
+	require.ErrorIs(t, b.AppendSession(ctx, &provenance.Session{ID: s.ID, Turn: 2, StateHash: "x"}, []byte("lost"), 1), provenance.ErrConflict)
+	require.NoError(t, b.AppendSession(ctx, &provenance.Session{ID: s.ID, Turn: 3, StateHash: "h3"}, []byte("delta three"), 2))
+	require.Error(t, b.AppendSession(ctx, &provenance.Session{ID: s.ID, Turn: 3}, []byte("x"), 3), "a delta moves the turn on")
+	got, err = b.GetSession(ctx, s.ID)
+	require.NoError(t, err)
+	require.Equal(t, big, got.State)
+	require.Equal(t, [][]byte{[]byte("delta 2"), []byte("delta three")}, got.Deltas)
+	require.Equal(t, 3, got.Turn)
+	require.Equal(t, "h3", got.StateHash)
+	require.Equal(t, int64(len(big)+7+11), got.Size)
+	after, err := a.SessionDeltas(ctx, s.ID, 2)
+	require.NoError(t, err)
+	require.Equal(t, [][]byte{[]byte("delta three")}, after)
+	after, err = a.SessionDeltas(ctx, s.ID, 3)
+	require.NoError(t, err)
+	require.Empty(t, after)
+	stat, err := a.StatSession(ctx, s.ID)
+	require.NoError(t, err)
+	require.Nil(t, stat.State)
+	require.Nil(t, stat.Deltas)
+	got.State, got.Deltas = nil, nil
+	require.Equal(t, got, stat)
+	compact := &provenance.Session{ID: s.ID, Owner: s.Owner, Turn: 4, State: big, StateHash: "h4", CreatedAt: s.CreatedAt}
+	require.NoError(t, a.UpdateSession(ctx, compact, 3))
+	got, err = b.GetSession(ctx, s.ID)
+	require.NoError(t, err)
+	require.Nil(t, got.Deltas, "a new state drops the deltas")
+	require.Equal(t, int64(len(big)), got.Size)
+	next = *got
 
 	later := got.UpdatedAt.Add(time.Second)
 	empty := &provenance.Session{ID: provenance.NewID(), Owner: "team-b", CreatedAt: later, UpdatedAt: later}
@@ -391,11 +426,20 @@ func testSessions(t *testing.T, h Harness) {
 	require.Len(t, idle, 1)
 	require.Equal(t, s.ID, idle[0].ID)
 
+	require.NoError(t, a.AppendSession(ctx, &provenance.Session{ID: s.ID, Turn: 5, StateHash: "h5"}, []byte("delta 5"), 4))
 	require.NoError(t, a.DeleteSession(ctx, s.ID))
 	require.ErrorIs(t, b.DeleteSession(ctx, s.ID), provenance.ErrNotFound)
 	_, err = b.GetSession(ctx, s.ID)
 	require.ErrorIs(t, err, provenance.ErrNotFound)
-	require.ErrorIs(t, b.UpdateSession(ctx, &next, 1), provenance.ErrNotFound)
+	_, err = b.StatSession(ctx, s.ID)
+	require.ErrorIs(t, err, provenance.ErrNotFound)
+	require.ErrorIs(t, b.UpdateSession(ctx, &next, 4), provenance.ErrNotFound)
+	require.ErrorIs(t, b.AppendSession(ctx, &provenance.Session{ID: s.ID, Turn: 6}, []byte("x"), 5), provenance.ErrNotFound)
+	// Its deltas went with it.
+	require.NoError(t, a.CreateSession(ctx, &provenance.Session{ID: s.ID, Owner: "team-a", State: []byte("again")}))
+	got, err = b.GetSession(ctx, s.ID)
+	require.NoError(t, err)
+	require.Nil(t, got.Deltas)
 }
 
 // Skill versions registered on one replica are seen by another, registered

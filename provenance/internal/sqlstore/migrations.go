@@ -17,6 +17,9 @@ import (
 //  4. skills (registered over the API) and tokens.
 //  5. skills.hash and skill_audit: who changed which skill version, when.
 //  6. executions.codegen: how generated code was made (NULL for other kinds).
+//  7. session_deltas: the deltas saved after a session's state; the state
+//     moves out of sessions into session_states, since SQLite rewrites a
+//     whole row, blob and all, to update any column of it.
 var (
 	sqliteMigrations = []string{
 		`CREATE TABLE IF NOT EXISTS owners (
@@ -109,6 +112,19 @@ var (
 		CREATE INDEX skill_audit_by_skill ON skill_audit (skill, id);`,
 
 		`ALTER TABLE executions ADD COLUMN codegen TEXT; -- JSON {attempts, validated, ...}`,
+
+		`CREATE TABLE session_states (
+			session_id TEXT PRIMARY KEY,
+			state      BLOB NOT NULL
+		);
+		INSERT INTO session_states (session_id, state) SELECT id, state FROM sessions;
+		ALTER TABLE sessions DROP COLUMN state;
+		CREATE TABLE session_deltas (
+			session_id TEXT NOT NULL,
+			turn       INTEGER NOT NULL,
+			delta      BLOB NOT NULL,
+			PRIMARY KEY (session_id, turn)
+		);`,
 	}
 
 	postgresMigrations = []string{
@@ -200,6 +216,19 @@ var (
 		CREATE INDEX skill_audit_by_skill ON skill_audit (skill, id);`,
 
 		`ALTER TABLE executions ADD COLUMN codegen jsonb;`,
+
+		`CREATE TABLE session_states (
+			session_id text PRIMARY KEY,
+			state      bytea NOT NULL
+		);
+		INSERT INTO session_states (session_id, state) SELECT id, state FROM sessions;
+		ALTER TABLE sessions DROP COLUMN state;
+		CREATE TABLE session_deltas (
+			session_id text NOT NULL,
+			turn       integer NOT NULL,
+			delta      bytea NOT NULL,
+			PRIMARY KEY (session_id, turn)
+		);`,
 	}
 )
 
