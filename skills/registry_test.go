@@ -282,10 +282,22 @@ func TestLoadIsBoundedPerSkill(t *testing.T) {
 	slow["handler.py"] = goodHandler + strings.Repeat("x = [1, 2, 3]\n", 70000)
 	writeSkill(t, filepath.Join(dir, "slow"), slow)
 
+	// The bound must sit between the good skill's check and the slow one's
+	// on any machine, loaded or not: it is set from the good one's time
+	// alone, which is far below the slow one's (about 1:20 here).
+	probe := t.TempDir()
+	writeSkill(t, filepath.Join(probe, "good"), goodSkill("good"))
 	start := time.Now()
-	reg, err := skills.StartDir(context.Background(), dir, skills.LoadOptions{Checker: testExecutor(t).Checker(), SkillTimeout: 500 * time.Millisecond})
+	alone, err := skills.StartDir(context.Background(), probe, skills.LoadOptions{Checker: testExecutor(t).Checker()})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { _, ok := reg.Get("good"); return ok }, 4*time.Second, 10*time.Millisecond,
+	require.NoError(t, alone.Wait(context.Background()))
+	bound := max(500*time.Millisecond, 4*time.Since(start)).Round(time.Millisecond)
+	t.Logf("the good skill alone: %v; bound per skill: %v", time.Since(start), bound)
+
+	start = time.Now()
+	reg, err := skills.StartDir(context.Background(), dir, skills.LoadOptions{Checker: testExecutor(t).Checker(), SkillTimeout: bound})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { _, ok := reg.Get("good"); return ok }, bound, time.Millisecond,
 		"the good skill is served without waiting for the others")
 	require.True(t, reg.Loading("slow"), "the slow one is still being checked")
 	require.Equal(t, []string{"slow"}, reg.Pending())
@@ -308,7 +320,7 @@ func TestLoadIsBoundedPerSkill(t *testing.T) {
 	require.Contains(t, byPath[filepath.Join(dir, "deep", "schema.json")], "the limit for a schema")
 	require.Equal(t, `line 7: key "k" given twice`, byPath[filepath.Join(dir, "dupkeys", "skill.yaml")])
 	require.Equal(t, "line 7: YAML aliases are not allowed in a manifest", byPath[filepath.Join(dir, "aliases", "skill.yaml")])
-	require.Equal(t, "checking the handler took longer than 500ms (the limit per skill)", byPath[filepath.Join(dir, "slow", "handler.py")])
+	require.Equal(t, "checking the handler took longer than "+bound.String()+" (the limit per skill)", byPath[filepath.Join(dir, "slow", "handler.py")])
 }
 
 // Loading stops when its ctx is done, and says so. The ctx is canceled
