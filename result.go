@@ -38,6 +38,8 @@ type Result struct {
 	Packages []PackageSet `json:"packages"`
 	// Session describes the turn, for a run of a Session; nil otherwise.
 	Session *SessionTurn `json:"session,omitempty"`
+	// Tier is the trust tier the run had (Job.Tier).
+	Tier string `json:"tier"`
 
 	workspace *workspace.Workspace
 }

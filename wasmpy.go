@@ -275,6 +275,14 @@ type Job struct {
 	// raises PermissionError in the guest; an embedder's function not
 	// granted does not exist there. Default: none.
 	Grants []Capability
+	// AllowImports, when not nil, are the only top-level modules this
+	// job's code may import, within Config.AllowImports when that is set
+	// too (a module must be in both).
+	AllowImports []string
+	// Tier names the trust tier (package tiers) whose policy the job's
+	// limits, grants and imports come from; it is reported in the Result
+	// and changes nothing else.
+	Tier string
 }
 
 // Run executes job in a fresh instance and reports how it went. The error
@@ -325,7 +333,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 		Code: job.Code, Filename: job.Filename, Args: job.Args, Module: job.Module, Interactive: job.Interactive, Stdin: job.Stdin,
 		Stdout: job.Stdout, Stderr: job.Stderr, Interrupt: job.Interrupt,
 		Timeout: lim.Timeout, MemoryLimit: lim.Memory, OutputLimit: lim.Output, Fuel: lim.Fuel,
-		Deterministic: lim.Fuel > 0, Host: caps.table, AllowImports: s.cfg.AllowImports,
+		Deterministic: lim.Fuel > 0, Host: caps.table, AllowImports: allowImports(s.cfg.AllowImports, job.AllowImports),
 		FS: caps.workspace.SysFS, App: job.App,
 	})
 	caps.workspace.Close()
@@ -346,6 +354,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 		t.next = &sessionState{mem: out.State, overlay: ov}
 	}
 	res := newResult(out)
+	res.Tier = job.Tier
 	res.Packages = slices.Clone(s.sets)
 	if v, ok := caps.result.Value(); ok {
 		var compact bytes.Buffer
@@ -357,6 +366,24 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	res.LLM = caps.llm.Usage()
 	res.workspace = caps.workspace
 	return res, nil
+}
+
+// allowImports is the import policy of a run: the modules both lists allow,
+// where each that is not nil restricts.
+func allowImports(cfg, job []string) []string {
+	switch {
+	case job == nil:
+		return cfg
+	case cfg == nil:
+		return job
+	}
+	both := []string{}
+	for _, m := range job {
+		if slices.Contains(cfg, m) {
+			both = append(both, m)
+		}
+	}
+	return both
 }
 
 // runCapabilities are one run's host functions and their state.

@@ -40,6 +40,9 @@ type Options struct {
 	// ForbiddenNames are builtins generated code may not use (nil =
 	// DefaultForbiddenNames()).
 	ForbiddenNames []string
+	// Validation is how strict validation is ("" = Strict): a trust
+	// tier's choice.
+	Validation Strictness
 	// ResultOptional lets Task's code end without calling submit_result.
 	ResultOptional bool
 	// TaskTemplate and FunctionTemplate, if set, override some or all of the
@@ -172,6 +175,9 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 		opts.ForbiddenNames = DefaultForbiddenNames()
 	}
 	opts.ForbiddenNames = slices.Clone(opts.ForbiddenNames)
+	if !slices.Contains(Strictnesses(), opts.Validation) && opts.Validation != "" {
+		return nil, fmt.Errorf("codegen: Validation: %q is not a strictness (want %s, %s or %s)", opts.Validation, Strict, Standard, Syntax)
+	}
 	g := &Generator{sb: sb, llm: llm, opts: opts}
 	var err error
 	if g.task, err = parsePrompts("task", taskTemplate, opts.TaskTemplate); err != nil {
@@ -293,6 +299,12 @@ func (g *Generator) Task(ctx context.Context, task string) (*Report, error) {
 }
 
 func (g *Generator) rules() Rules {
+	switch g.opts.Validation {
+	case Standard:
+		return Rules{ForbiddenNames: g.opts.ForbiddenNames}
+	case Syntax:
+		return Rules{}
+	}
 	return Rules{AllowImports: g.opts.AllowImports, ForbiddenNames: g.opts.ForbiddenNames, ForbidDunder: true}
 }
 

@@ -42,6 +42,26 @@ func HelperImports() []string {
 	return []string{"ast", "doctest", "inspect", "io", "json", "sys", "traceback", "unittest"}
 }
 
+// Strictness is how much validation asks of generated code beyond its
+// syntax and its shape (a submit_result call, the def asked for). A trust
+// tier chooses one.
+type Strictness string
+
+// The strictnesses, strictest first.
+const (
+	// Strict checks imports against Options.AllowImports, refuses
+	// Options.ForbiddenNames and the dunder tricks (Rules.ForbidDunder).
+	Strict Strictness = "strict"
+	// Standard refuses Options.ForbiddenNames only: any import, dunders
+	// allowed.
+	Standard Strictness = "standard"
+	// Syntax checks the syntax and the shape only.
+	Syntax Strictness = "syntax"
+)
+
+// Strictnesses lists them, strictest first.
+func Strictnesses() []Strictness { return []Strictness{Strict, Standard, Syntax} }
+
 // Rules are the checks Validate applies. The zero value checks syntax only.
 type Rules struct {
 	// AllowImports, when not nil, are the only top-level modules the code may

@@ -231,13 +231,16 @@ def _install(job):
 def _restrict_imports(allowed):
     """Refuses imports the user's code makes of modules outside `allowed`.
 
-    Imports that allowed modules make internally are not checked: the policy
-    is about what the script asks for; the sandbox is the boundary."""
+    The user's code is __main__, and any module made from source at run
+    time that says so with __wasmpy_policed__ (a skill's handler). Imports
+    that allowed modules make internally are not checked: the policy is
+    about what the user's code asks for; the sandbox is the boundary."""
 
     def guarded(name, globals=None, locals=None, fromlist=(), level=0):
         # The caller's frame, not the globals argument: a bare __import__()
         # call passes none.
-        if level == 0 and sys._getframe(1).f_globals.get("__name__") == "__main__":
+        caller = sys._getframe(1).f_globals
+        if level == 0 and (caller.get("__name__") == "__main__" or caller.get("__wasmpy_policed__") is True):
             top = name.partition(".")[0]
             if top not in allowed:
                 raise ImportError("import of %r is not allowed in this sandbox" % top,

@@ -15,6 +15,7 @@ def _main():
     name = req["module"]
     mod = types.ModuleType(name)
     mod.__file__ = name + ".py"
+    mod.__wasmpy_policed__ = True  # the run's import policy holds the handler too
     sys.modules[name] = mod
     exec(compile(req["source"], mod.__file__, "exec", dont_inherit=True), mod.__dict__)
     fn = getattr(mod, req["function"], None)

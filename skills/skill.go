@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/internal/jsonschema"
+	"github.com/wasmpy/wasmpy/internal/units"
 )
 
 // The safety flags a skill may declare in skill.yaml.
@@ -309,7 +309,7 @@ func (m *manifest) check(s *Skill, opts LoadOptions) []string {
 		s.Limits.Timeout = d
 	}
 	if mem := m.Limits.Memory; mem != "" {
-		n, err := parseSize(mem)
+		n, err := units.ParseSize(mem)
 		switch {
 		case err != nil || n == 0:
 			fail("limits.memory %q: want a positive size such as 64MiB or 1GiB", mem)
@@ -325,24 +325,4 @@ func (m *manifest) check(s *Skill, opts LoadOptions) []string {
 	s.Name, s.Version, s.Description, s.Handler = m.Name, m.Version, strings.TrimSpace(m.Description), m.Handler
 	s.SafetyFlags, s.RequiresApproval, s.Tags, s.Requires = m.SafetyFlags, m.RequiresApproval, m.Tags, m.Requires
 	return bad
-}
-
-// parseSize reads "1048576", "64MiB", "1GiB", "512KiB" (also K, M, G).
-func parseSize(s string) (uint64, error) {
-	s = strings.TrimSpace(s)
-	mult := uint64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   uint64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n > (1<<62)/mult {
-		return 0, fmt.Errorf("bad size")
-	}
-	return n * mult, nil
 }
