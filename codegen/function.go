@@ -101,8 +101,8 @@ func (g *Generator) Function(ctx context.Context, signature string, args []any, 
 		rules:   rules,
 		finish:  fn,
 		job: func(code string) wasmpy.Job {
-			return wasmpy.Job{Code: code + harness(name), Filename: "generated.py", Stdin: bytes.NewReader(append(call, '\n')),
-				Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()}
+			return g.policy(wasmpy.Job{Code: code + harness(name), Filename: "generated.py", Stdin: bytes.NewReader(append(call, '\n')),
+				Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()})
 		},
 		requireResult: true,
 		callNote: fmt.Sprintf("Called as %s(*args, **kwargs) with args = %s and kwargs = %s:\n",

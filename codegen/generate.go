@@ -43,6 +43,9 @@ type Options struct {
 	// Validation is how strict validation is ("" = Strict): a trust
 	// tier's choice.
 	Validation Strictness
+	// Policy, when set, shapes every run of generated code and its tests
+	// (a trust tier's Apply: narrower limits, grants and imports).
+	Policy func(wasmpy.Job) wasmpy.Job
 	// ResultOptional lets Task's code end without calling submit_result.
 	ResultOptional bool
 	// TaskTemplate and FunctionTemplate, if set, override some or all of the
@@ -292,10 +295,18 @@ func (g *Generator) Task(ctx context.Context, task string) (*Report, error) {
 		data:    promptData{Task: task, ResultRequired: !g.opts.ResultOptional},
 		rules:   rules,
 		job: func(code string) wasmpy.Job {
-			return wasmpy.Job{Code: code, Filename: "generated.py", Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()}
+			return g.policy(wasmpy.Job{Code: code, Filename: "generated.py", Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()})
 		},
 		requireResult: !g.opts.ResultOptional,
 	})
+}
+
+// policy applies Options.Policy to a job of generated code.
+func (g *Generator) policy(job wasmpy.Job) wasmpy.Job {
+	if g.opts.Policy == nil {
+		return job
+	}
+	return g.opts.Policy(job)
 }
 
 func (g *Generator) rules() Rules {

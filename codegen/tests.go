@@ -35,8 +35,8 @@ func (g *Generator) runTests(ctx context.Context, sig *signatureInfo, a *Attempt
 	if err != nil {
 		return false, fmt.Errorf("codegen: tests input: %w", err)
 	}
-	res, err := g.sb.Run(ctx, wasmpy.Job{Code: testrunSource, Filename: "<wasmpy-tests>", Stdin: bytes.NewReader(in),
-		Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()})
+	res, err := g.sb.Run(ctx, g.policy(wasmpy.Job{Code: testrunSource, Filename: "<wasmpy-tests>", Stdin: bytes.NewReader(in),
+		Limits: g.opts.Limits, Workspace: g.opts.Workspace, Grants: wasmpy.Builtins()}))
 	if err != nil {
 		return false, fmt.Errorf("codegen: running the tests: %w", err)
 	}

@@ -127,7 +127,11 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if strings.TrimSpace(a.Code) == "" {
 		return s.fail(invalidParams(`run_python: "code" is empty`))
 	}
-	lim, err := a.Limits.Within(s.cfg.ExecLimits)
+	tier, err := s.cfg.Executor.ExecTier("") // MCP's runs and sessions have the service's default tier
+	if err != nil {
+		return s.fail(err)
+	}
+	lim, err := a.Limits.Within(tier.LimitsWithin(s.cfg.ExecLimits))
 	if err != nil {
 		return s.fail(err)
 	}

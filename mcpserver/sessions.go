@@ -76,7 +76,7 @@ func (s *Server) sessionCreate(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err != nil {
 		return s.fail(err)
 	}
-	info, err := s.cfg.Executor.NewSession(ctx, c.owner)
+	info, err := s.cfg.Executor.NewSession(ctx, c.owner, "")
 	if err != nil {
 		return s.fail(err)
 	}

@@ -88,6 +88,9 @@ type RunOptions struct {
 	Limits    wasmpy.Limits
 	Workspace string
 	MaxSteps  int // overrides the net's max_steps when > 0
+	// Policy, when set, shapes the net's run (a trust tier's Apply:
+	// narrower limits, grants and imports).
+	Policy func(wasmpy.Job) wasmpy.Job
 }
 
 // Outcome is how a net's run ended.
@@ -123,8 +126,12 @@ func (n *Net) Run(ctx context.Context, sb *wasmpy.Sandbox, opts RunOptions) (*Ou
 		return nil, err
 	}
 	// The artifact runs as its files, as `wasmpy exec DIR/main.py` runs them.
-	res, err := sb.Run(ctx, wasmpy.Job{App: art.FS(), Code: string(art.file(Entrypoint)), Filename: wasmpy.AppMount + "/" + Entrypoint,
-		Limits: opts.Limits, Workspace: opts.Workspace, Grants: wasmpy.Builtins()})
+	job := wasmpy.Job{App: art.FS(), Code: string(art.file(Entrypoint)), Filename: wasmpy.AppMount + "/" + Entrypoint,
+		Limits: opts.Limits, Workspace: opts.Workspace, Grants: wasmpy.Builtins()}
+	if opts.Policy != nil {
+		job = opts.Policy(job)
+	}
+	res, err := sb.Run(ctx, job)
 	if err != nil {
 		return nil, fmt.Errorf("petrinet: running net %s: %w", n.ID, err)
 	}

@@ -212,6 +212,7 @@ type Stats struct {
 type Session struct {
 	ID    string `json:"session_id"`
 	Owner string `json:"owner"` // who may use it (a token's name); "" for anyone
+	Tier  string `json:"tier"`  // the trust tier its turns run under; "" for the default
 	Turn  int    `json:"turn"`  // turns taken; 0 for a new session
 	State []byte `json:"-"`     // the saved session; nil from ListSessions and StatSession
 	// Deltas follow State, oldest first; nil from ListSessions and

@@ -15,7 +15,7 @@ type Token struct {
 	Name      string    `json:"name"`
 	Hash      string    `json:"-"`
 	Role      string    `json:"role"`       // RoleRunner or RoleAdmin: what the service lets it do
-	MaxTier   string    `json:"max_tier"`   // the most trusted policy profile its runs may ask for (DefaultMaxTier unless set)
+	MaxTier   string    `json:"max_tier"`   // the most trusted tier its runs may ask for (DefaultMaxTier unless set); "" for no maximum (a static token)
 	CreatedAt time.Time `json:"created_at"` // zero: the store sets now
 }
 

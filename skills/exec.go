@@ -13,6 +13,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 // The stable codes of Error.
@@ -59,6 +60,14 @@ type ExecutorConfig struct {
 	// Sessions keeps sessions (a provenance.Store does); nil keeps them in
 	// memory only, lost with the process. Sandbox.Sessions bounds them.
 	Sessions SessionStore
+	// Tiers are the trust tiers runs get (see SkillTier and ExecTier); nil
+	// means tiers.Defaults(). Sandbox.Limits, where set, are ceilings on
+	// theirs.
+	Tiers *tiers.Set
+	// DefaultTier is the tier of raw code (Exec, sessions) whose request
+	// names none; "" means testing (a session's turns use the workspace),
+	// or the strictest where Tiers has no testing.
+	DefaultTier string
 }
 
 // Executor runs skills, each run in a fresh instance of one sandbox with
@@ -78,6 +87,14 @@ var ErrExecutorGrants = errors.New("skills: ExecutorConfig.Sandbox.Grants must b
 func NewExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 	if len(cfg.Sandbox.Grants) > 0 {
 		return nil, ErrExecutorGrants
+	}
+	if cfg.DefaultTier != "" {
+		if cfg.Tiers == nil {
+			cfg.Tiers = tiers.Defaults()
+		}
+		if _, err := cfg.Tiers.Lookup(cfg.DefaultTier); err != nil {
+			return nil, fmt.Errorf("skills: ExecutorConfig.DefaultTier: %w", err)
+		}
 	}
 	sb, err := wasmpy.New(ctx, cfg.Sandbox)
 	if err != nil {
@@ -106,9 +123,15 @@ func (e *Executor) Lookup(ctx context.Context, id string) (*provenance.Record, e
 	return e.cfg.Store.Get(ctx, id)
 }
 
-// Describe is the skill's public description, with the limits its runs
-// get from this executor: its own, else the executor's defaults.
-func (e *Executor) Describe(s *Skill) Info { return s.info(e.applied(s.Limits)) }
+// Describe is the skill's public description, with the tier and limits its
+// runs get from this executor unless a request asks for a stricter tier.
+func (e *Executor) Describe(s *Skill) Info {
+	t, err := e.SkillTier(s, "")
+	if err != nil { // a skill.yaml tier this executor lacks: describe it under the strictest
+		t = e.Tiers().Strictest()
+	}
+	return s.info(t, e.apply(t, wasmpy.Job{Limits: s.Limits}).Limits.Or(wasmpy.DefaultLimits()))
+}
 
 // Close releases the sandbox.
 func (e *Executor) Close(ctx context.Context) error { return e.sb.Close(ctx) }
@@ -121,6 +144,9 @@ type Request struct {
 	// Approved is the caller's explicit approval, needed by skills with
 	// requires_approval or side_effect.
 	Approved bool
+	// Tier is the trust tier the run asks for (see SkillTier); "" means the
+	// skill's.
+	Tier string
 }
 
 // Execution is how one execution went.
@@ -148,6 +174,10 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	if err != nil {
 		return nil, err
 	}
+	tier, err := e.SkillTier(s, req.Tier)
+	if err != nil {
+		return nil, err
+	}
 	args := req.Args
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
@@ -158,7 +188,8 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	}
 	rec := &provenance.Record{Kind: provenance.KindSkill, Skill: s.Name, Version: s.Version, ActorID: req.ActorID, ActorType: req.ActorType,
 		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash}
-	job := wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: bytes.NewReader(stdin), Limits: s.Limits, Grants: s.Grants()}
+	job := e.apply(tier, wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: bytes.NewReader(stdin),
+		Limits: s.Limits, Grants: s.Grants()}, "json", "sys", "types") // run_skill.py's imports
 	return e.run(ctx, rec, job, e.sb.Run, func(x *Execution) {
 		out := x.Result.Output
 		if x.Error != nil {
@@ -220,6 +251,9 @@ type ExecRequest struct {
 	// (wasmpy.Job.DetachFiles): the caller owns the directory and carries
 	// each turn's files into it, and the next turn reads it as it is then.
 	Workspace string
+	// Tier is the trust tier the run asks for (see ExecTier); "" means the
+	// executor's default. A session's turns have the session's.
+	Tier string
 }
 
 // Exec runs raw code in a fresh pure-compute instance (the only capability
@@ -227,12 +261,16 @@ type ExecRequest struct {
 // Skill "". Its inputs hash covers {"args", "stdin"}. An actor that is too
 // long or not printable is refused with an *Error (bad_request).
 func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error) {
+	tier, err := e.ExecTier(req.Tier)
+	if err != nil {
+		return nil, err
+	}
 	rec, job, err := execJob(req, provenance.KindExec)
 	if err != nil {
 		return nil, err
 	}
 	job.Grants = []wasmpy.Capability{wasmpy.SubmitResult}
-	return e.run(ctx, rec, job, e.sb.Run, nil)
+	return e.run(ctx, rec, e.apply(tier, job), e.sb.Run, nil)
 }
 
 // execJob checks req and makes its record and job, granted nothing yet.
@@ -267,6 +305,7 @@ func execJob(req ExecRequest, kind string) (*provenance.Record, wasmpy.Job, erro
 func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.Job,
 	do func(context.Context, wasmpy.Job) (*wasmpy.Result, error), check func(*Execution)) (*Execution, error) {
 	started := NewRecord(e.sb, rec.Kind, e.applied(job.Limits))
+	rec.Tier = job.Tier
 	rec.ExecutionID, rec.Interpreter, rec.Packages, rec.Limits = started.ExecutionID, started.Interpreter, started.Packages, started.Limits
 	rec.Outcome, rec.StartedAt, rec.HostCalls = started.Outcome, started.StartedAt, started.HostCalls
 	if e.cfg.Store != nil {

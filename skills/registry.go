@@ -24,6 +24,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/internal/jsonschema"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 // The files of a skill directory.
@@ -189,6 +190,9 @@ type LoadOptions struct {
 	// registry reads Registered again once loaded, to pick up what other
 	// replicas registered, disabled or deleted, until Start's ctx is done.
 	SyncInterval time.Duration
+	// Tiers are the trust tiers a skill.yaml's tier: names (the
+	// executor's); nil means tiers.Defaults().
+	Tiers *tiers.Set
 }
 
 // LoadDir loads every skill in the subdirectories of dir; see Load.

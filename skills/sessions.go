@@ -43,6 +43,7 @@ const CodeTooManySessions = "too_many_sessions"
 // SessionInfo describes a session.
 type SessionInfo struct {
 	ID    string `json:"session_id"`
+	Tier  string `json:"tier"` // the trust tier its turns run under
 	Turns int    `json:"turns"`
 	// StateHash identifies the state the next turn starts from.
 	StateHash string `json:"state_hash"`
@@ -60,6 +61,7 @@ type live struct {
 	mu    sync.Mutex
 	sess  *wasmpy.Session
 	owner string
+	tier  string // the tier its turns run under; "" (a session from before tiers): the default
 	// What the store holds of it: a whole save of base bytes, then deltas
 	// (one a turn) of deltaBytes in all.
 	base, deltaBytes int64
@@ -124,7 +126,7 @@ func (e *Executor) session(ctx context.Context, id, owner string) (*live, error)
 	case saved.Owner != owner:
 		return nil, ErrNoSession
 	}
-	l = &live{owner: owner}
+	l = &live{owner: owner, tier: saved.Tier}
 	if err := e.load(ctx, l, saved); err != nil {
 		return nil, err
 	}
@@ -227,8 +229,13 @@ func sessionError(err error) error {
 }
 
 // NewSession opens a session for owner (the token that asked; "" when the
-// service has none) and saves it to the store.
-func (e *Executor) NewSession(ctx context.Context, owner string) (*SessionInfo, error) {
+// service has none) whose turns run in tier (see ExecTier; "" for the
+// default) and saves it to the store.
+func (e *Executor) NewSession(ctx context.Context, owner, tier string) (*SessionInfo, error) {
+	t, err := e.ExecTier(tier)
+	if err != nil {
+		return nil, err
+	}
 	if err := e.admitSession(ctx); err != nil {
 		return nil, err
 	}
@@ -236,7 +243,7 @@ func (e *Executor) NewSession(ctx context.Context, owner string) (*SessionInfo, 
 	if err != nil {
 		return nil, sessionError(err)
 	}
-	return e.opened(ctx, sess, owner)
+	return e.opened(ctx, sess, owner, t.Name)
 }
 
 // admitSession applies the sandbox's session limits to the store, which
@@ -268,9 +275,9 @@ func (e *Executor) admitSession(ctx context.Context) error {
 }
 
 // opened registers and stores a session just made (new or forked).
-func (e *Executor) opened(ctx context.Context, sess *wasmpy.Session, owner string) (*SessionInfo, error) {
+func (e *Executor) opened(ctx context.Context, sess *wasmpy.Session, owner, tier string) (*SessionInfo, error) {
 	e.sessions.mu.Lock()
-	l := e.track(&live{sess: sess, owner: owner})
+	l := e.track(&live{sess: sess, owner: owner, tier: tier})
 	e.sessions.mu.Unlock()
 	defer l.mu.Unlock()
 	saved, err := e.save(ctx, l, -1, "")
@@ -294,7 +301,7 @@ func (e *Executor) save(ctx context.Context, l *live, prevTurn int, since string
 		return nil, err
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	saved := &provenance.Session{ID: info.ID, Owner: l.owner, Turn: info.Turns, StateHash: info.StateHash,
+	saved := &provenance.Session{ID: info.ID, Owner: l.owner, Tier: l.tier, Turn: info.Turns, StateHash: info.StateHash,
 		CreatedAt: now, UpdatedAt: now}
 	ctx = context.WithoutCancel(ctx) // a turn that ran is kept even if its caller left
 	var buf bytes.Buffer
@@ -338,7 +345,7 @@ func (e *Executor) info(l *live, saved *provenance.Session) (*SessionInfo, error
 	if err != nil {
 		return nil, ErrNoSession
 	}
-	out := &SessionInfo{ID: in.ID, Turns: in.Turns, StateHash: in.StateHash, StateBytes: in.StateBytes,
+	out := &SessionInfo{ID: in.ID, Tier: l.tier, Turns: in.Turns, StateHash: in.StateHash, StateBytes: in.StateBytes,
 		MaxStateBytes: in.MaxStateBytes, ExpiresAt: in.ExpiresAt}
 	if saved != nil {
 		out.SavedBytes = saved.Size
@@ -376,6 +383,11 @@ func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRe
 		return nil, err
 	}
 	defer l.mu.Unlock()
+	tier, err := e.ExecTier(l.tier)
+	if err != nil {
+		return nil, err
+	}
+	job = e.apply(tier, job)
 	before, err := l.sess.Info()
 	if err != nil {
 		return nil, ErrNoSession
@@ -414,11 +426,12 @@ func (e *Executor) ForkSession(ctx context.Context, id, owner string) (*SessionI
 		return nil, err
 	}
 	sess, err := l.sess.Fork()
+	tier := l.tier
 	l.mu.Unlock()
 	if err != nil {
 		return nil, sessionError(err)
 	}
-	return e.opened(ctx, sess, owner)
+	return e.opened(ctx, sess, owner, tier)
 }
 
 // CloseSession closes session id of owner and deletes it from the store.

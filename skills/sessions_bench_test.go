@@ -81,7 +81,7 @@ func BenchmarkSessionExecStore(b *testing.B) {
 				Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st})
 			require.NoError(b, err)
 			defer ex.Close(ctx)
-			in, err := ex.NewSession(ctx, "")
+			in, err := ex.NewSession(ctx, "", "")
 			require.NoError(b, err)
 			// The setup turn, and one more: its delta outweighs the new
 			// session's save, so it saves the session whole.

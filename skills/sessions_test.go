@@ -72,7 +72,7 @@ func TestSessionTurnRecordedAfterSave(t *testing.T) {
 	require.NoError(t, err)
 	defer ex.Close(ctx)
 
-	in, err := ex.NewSession(ctx, "")
+	in, err := ex.NewSession(ctx, "", "")
 	require.NoError(t, err)
 	x, err := ex.SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: "x = 1"})
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func TestSessionSavesIncrementally(t *testing.T) {
 		return ex
 	}
 	ex := executor(st)
-	in, err := ex.NewSession(ctx, "")
+	in, err := ex.NewSession(ctx, "", "")
 	require.NoError(t, err)
 	run := func(ex *skills.Executor, code string) string {
 		t.Helper()

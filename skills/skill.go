@@ -13,6 +13,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/internal/jsonschema"
 	"github.com/wasmpy/wasmpy/internal/units"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 // The safety flags a skill may declare in skill.yaml.
@@ -51,8 +52,11 @@ type Skill struct {
 	// Requires are pip-style requirements ("sympy>=1.11") the executor's
 	// package sets must meet, or the skill does not load.
 	Requires []string
-	// Limits bound each run; a zero field means the executor's default.
+	// Limits bound each run; a zero field means the tier's.
 	Limits wasmpy.Limits
+	// Tier is the trust tier skill.yaml holds the skill to; "" means the
+	// most trusted (a request may ask for a stricter one).
+	Tier string
 
 	// Registration is how the skill was registered over the API; nil for
 	// one loaded from a directory.
@@ -114,6 +118,7 @@ type Info struct {
 	Requires         []string            `json:"requires"`
 	Limits           LimitsInfo          `json:"limits"` // as runs get them: defaults filled in
 	Grants           []wasmpy.Capability `json:"grants"`
+	Tier             string              `json:"tier"` // the tier runs get unless a request asks for a stricter one
 	CodeHash         string              `json:"code_hash"`
 	// Registration is how this version was registered over the API; absent
 	// for a skill of the skills directory.
@@ -145,8 +150,8 @@ func limitsInfo(l wasmpy.Limits) LimitsInfo {
 	return LimitsInfo{TimeoutMS: l.Timeout.Milliseconds(), MemoryBytes: l.Memory, OutputBytes: l.Output, Fuel: l.Fuel}
 }
 
-// info describes the skill, with the limits its runs get.
-func (s *Skill) info(limits wasmpy.Limits) Info {
+// info describes the skill, with the tier and limits its runs get.
+func (s *Skill) info(tier *tiers.Tier, limits wasmpy.Limits) Info {
 	tags, requires := s.Tags, s.Requires
 	if tags == nil {
 		tags = []string{}
@@ -157,7 +162,7 @@ func (s *Skill) info(limits wasmpy.Limits) Info {
 	return Info{
 		Name: s.Name, Version: s.Version, Description: s.Description, Handler: s.Handler,
 		SafetyFlags: s.SafetyFlags, RequiresApproval: s.NeedsApproval(),
-		Tags: tags, Requires: requires, Limits: limitsInfo(limits), Grants: s.Grants(), CodeHash: s.CodeHash,
+		Tags: tags, Requires: requires, Limits: limitsInfo(limits), Grants: tier.Grant(s.Grants()), Tier: tier.Name, CodeHash: s.CodeHash,
 		Registration: s.Registration,
 	}
 }
@@ -172,6 +177,7 @@ type manifest struct {
 	RequiresApproval bool     `yaml:"requires_approval"`
 	Tags             []string `yaml:"tags"`
 	Requires         []string `yaml:"requires"`
+	Tier             string   `yaml:"tier"`
 	Limits           struct {
 		Timeout string `yaml:"timeout"` // a Go duration: 500ms, 10s, 1m
 		Memory  string `yaml:"memory"`  // bytes, or 64MiB, 1GiB...
@@ -324,5 +330,9 @@ func (m *manifest) check(s *Skill, opts LoadOptions) []string {
 	s.Limits.Fuel = m.Limits.Fuel
 	s.Name, s.Version, s.Description, s.Handler = m.Name, m.Version, strings.TrimSpace(m.Description), m.Handler
 	s.SafetyFlags, s.RequiresApproval, s.Tags, s.Requires = m.SafetyFlags, m.RequiresApproval, m.Tags, m.Requires
+	if m.Tier != "" {
+		checkTier(s, m.Tier, opts.tiers(), fail)
+		s.Tier = m.Tier
+	}
 	return bad
 }

@@ -36,8 +36,9 @@ const (
 type Tier struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Limits are the run's limits; Fuel 0 means unmetered, the other
-	// fields are always set.
+	// Limits are the run's limits; Fuel 0 means unmetered, Output 0
+	// wasmpy's default (see wasmpy.Limits); Timeout and Memory are always
+	// set.
 	Limits wasmpy.Limits `json:"-"`
 	// Capabilities are the most a run may be granted: what a job asks
 	// beyond them is not granted.
@@ -65,13 +66,15 @@ func Defaults() *Set {
 			Limits:       wasmpy.Limits{Timeout: 10 * time.Second, Memory: 64 * mib, Output: 1 * mib, Fuel: 1_000_000_000},
 			Capabilities: []wasmpy.Capability{wasmpy.SubmitResult},
 			AllowImports: SandboxImports(), Validation: codegen.Strict},
-		{Name: Testing, Description: "code under test: the workspace (an overlay) too, any module, more time and fuel",
-			Limits: wasmpy.Limits{Timeout: 20 * time.Second, Memory: 128 * mib, Output: 2 * mib, Fuel: 10_000_000_000},
+		{Name: Testing, Description: "code under test: the workspace (an overlay) too, any module, no external calls",
+			Limits: wasmpy.Limits{Timeout: 20 * time.Second, Memory: wasmpy.DefaultLimits().Memory},
 			Capabilities: []wasmpy.Capability{wasmpy.SubmitResult, wasmpy.ReadFile, wasmpy.WriteFile,
 				wasmpy.ListFiles, wasmpy.SearchFiles},
 			Validation: codegen.Standard},
 		{Name: Trusted, Description: "code its runner vouches for: every built-in, wasmpy's default limits, unmetered",
-			Limits: wasmpy.DefaultLimits(), Capabilities: wasmpy.Builtins(), Validation: codegen.Syntax},
+			// Output 0: wasmpy's default, none for a stream (exec's output), else 4 MiB.
+			Limits:       wasmpy.Limits{Timeout: wasmpy.DefaultLimits().Timeout, Memory: wasmpy.DefaultLimits().Memory},
+			Capabilities: wasmpy.Builtins(), Validation: codegen.Syntax},
 	}}
 }
 
@@ -194,7 +197,7 @@ func (t *Tier) LimitsWithin(ceil wasmpy.Limits) wasmpy.Limits {
 	if ceil.Memory != 0 && ceil.Memory < l.Memory {
 		l.Memory = ceil.Memory
 	}
-	if ceil.Output > 0 && (l.Output == wasmpy.NoOutputLimit || ceil.Output < l.Output) {
+	if ceil.Output > 0 && (l.Output <= 0 || ceil.Output < l.Output) {
 		l.Output = ceil.Output
 	}
 	if ceil.Fuel != 0 && (l.Fuel == 0 || ceil.Fuel < l.Fuel) {

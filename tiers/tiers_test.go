@@ -117,8 +117,9 @@ func TestApply(t *testing.T) {
 
 	trusted := lookup(t, set, tiers.Trusted)
 	require.Nil(t, trusted.Apply(wasmpy.Job{}).AllowImports, "trusted: any module")
-	require.Equal(t, wasmpy.Limits{Timeout: 10 * time.Second, Memory: 64 << 20, Output: 4 << 20, Fuel: 7},
-		trusted.LimitsWithin(wasmpy.Limits{Timeout: 10 * time.Second, Memory: 64 << 20, Fuel: 7}))
+	require.Equal(t, wasmpy.Limits{Timeout: 10 * time.Second, Memory: 64 << 20, Output: 1 << 20, Fuel: 7},
+		trusted.LimitsWithin(wasmpy.Limits{Timeout: 10 * time.Second, Memory: 64 << 20, Output: 1 << 20, Fuel: 7}))
+	require.Equal(t, wasmpy.Limits{Timeout: 30 * time.Second, Memory: 256 << 20}, trusted.LimitsWithin(wasmpy.Limits{}))
 	require.Equal(t, sandbox.Limits, sandbox.LimitsWithin(wasmpy.Limits{Timeout: time.Hour}))
 }
 

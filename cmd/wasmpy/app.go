@@ -105,7 +105,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			c.App.Writer = out
 			return &exitError{code: exitUsage, msg: "no command given (stdin is not a terminal, so no interactive session)"}
 		},
-		Commands: withUsageErrors([]*cli.Command{execCommand(), setupCommand(), genCommand(), defCommand(), netCommand(), skillCommand(), serveCommand(), mcpCommand(), historyCommand(), statsCommand(), tokenCommand(), completionCommand(), pkgCommand(), residentCommand()}),
+		Commands: withUsageErrors([]*cli.Command{execCommand(), setupCommand(), genCommand(), defCommand(), netCommand(), skillCommand(), serveCommand(), mcpCommand(), historyCommand(), statsCommand(), tiersCommand(), tokenCommand(), completionCommand(), pkgCommand(), residentCommand()}),
 	}
 }
 

@@ -69,12 +69,12 @@ func defAction(c *cli.Context) error {
 	if err := json.Unmarshal([]byte(c.String("kwargs")), &kwargs); err != nil || kwargs == nil {
 		return usageErr("--kwargs %q: want a JSON object, e.g. '{\"n\": 3}'", c.String("kwargs"))
 	}
-	g, sb, err := newGenerator(c, "function")
+	g, sb, tier, err := newGenerator(c, "function")
 	if err != nil {
 		return err
 	}
 	defer sb.Close(c.Context)
-	rec, err := startRecording(c, sb, provenance.KindDef, "", codegenLimits(c), "", map[string]any{"signature": sig, "args": args, "kwargs": kwargs})
+	rec, err := startRecording(c, sb, provenance.KindDef, tier.Name, codegenLimits(c, tier), "", map[string]any{"signature": sig, "args": args, "kwargs": kwargs})
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func defAction(c *cli.Context) error {
 	if rerr := rec.finishCodegen(c, nil, fr, err); rerr != nil {
 		return rerr
 	}
-	if done, err := reportCodegen(c, nil, fr, err); done || err != nil {
+	if done, err := reportCodegen(c, tier.Name, nil, fr, err); done || err != nil {
 		return err
 	}
 	w := c.App.Writer

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 const maxInput = 64 << 20 // the most code wasmpy reads
@@ -44,7 +45,7 @@ func execCommand() *cli.Command {
 			"Exit status: the script's own; 130 after Ctrl-C, 143 after SIGTERM. Sandbox outcomes\n" +
 			"have their own: 120 internal, 121 memory, 122 output, 123 fuel, 124 timeout; 2 is a\n" +
 			"usage error, 125 a wasmpy failure.",
-		Flags:  append(execFlags(), append(limitFlags(), capabilityFlags()...)...),
+		Flags:  append(execFlags(), append(append(limitFlags(), tierFlags()...), capabilityFlags()...)...),
 		Action: execAction,
 	}
 }
@@ -59,7 +60,7 @@ func execFlags() []cli.Flag {
 		&cli.StringFlag{Name: "stdin", Value: "-", Usage: "the script's stdin: `FILE`, or - for wasmpy's own, streamed"},
 		&cli.StringFlag{Name: "session", Usage: "run as the next turn of the session saved in `FILE`, and save it back (a new one if FILE does not exist)"},
 		recordFlag, dbFlag,
-		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in), none, or names such as read_file,submit_result"},
+		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in the tier allows), none, or names such as read_file,submit_result"},
 		interpreterFlag, cacheFlag,
 		&cli.BoolFlag{Name: "resident", Value: true, EnvVars: []string{"WASMPY_RESIDENT"},
 			Usage: "hand the run to your resident wasmpy process, starting one if none runs (see `wasmpy resident`); --resident=false or WASMPY_RESIDENT=0 runs it in this process"},
@@ -74,15 +75,20 @@ func execAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	_, tier, err := chooseTier(c, (*tiers.Set).Loosest)
+	if err != nil {
+		return err
+	}
 	if job.Limits, err = limits(c); err != nil {
 		return err
 	}
-	if job.Grants, err = grants(c.String("grant")); err != nil {
+	if job.Grants, err = tierGrants(c, tier); err != nil {
 		return err
 	}
 	if job.Interactive && !c.IsSet("timeout") {
 		job.Limits.Timeout = math.MaxInt64 // a session lasts as long as its user
 	}
+	job = tier.Apply(job)
 	cfg, err := sandboxConfig(c)
 	if err != nil {
 		return err
@@ -124,7 +130,7 @@ func execAction(c *cli.Context) error {
 	if sess != nil {
 		kind = provenance.KindSession // a turn of a session saved in a file
 	}
-	rec, err := startRecording(c, sb, kind, "", job.Limits.Or(cfg.Limits).Or(wasmpy.DefaultLimits()), programCode(job), map[string]any{"args": nonNilArgs(job.Args)})
+	rec, err := startRecording(c, sb, kind, tier.Name, job.Limits.Or(cfg.Limits).Or(wasmpy.DefaultLimits()), programCode(job), map[string]any{"args": nonNilArgs(job.Args)})
 	if err != nil {
 		return err
 	}

@@ -25,10 +25,10 @@ var (
 		Usage: "interpreter: wasmpy, npm, or the path of a python.wasm (default: the best installed)"}
 	cacheFlag = &cli.StringFlag{Name: "cache-dir", EnvVars: []string{"WASMPY_CACHE_DIR"},
 		Usage: "where interpreters and compiled code are cached (default: the user cache dir)"}
-	timeoutFlag = &cli.StringFlag{Name: "timeout", Value: "30s", Usage: "wall-clock limit, e.g. 500ms, 2s, 1m"}
-	memoryFlag  = &cli.StringFlag{Name: "memory", Value: "256MiB", Usage: "guest memory limit, e.g. 64MiB, 1GiB"}
-	outputFlag  = &cli.StringFlag{Name: "output-limit", Usage: "bytes a stream (stdout, stderr) may carry before the run is stopped, e.g. 1MiB; 0 = no limit (default: none for exec's streamed output, else 4MiB)"}
-	fuelFlag    = &cli.StringFlag{Name: "fuel", Value: "0", Usage: "deterministic compute budget in fuel units; 0 = unlimited"}
+	timeoutFlag = &cli.StringFlag{Name: "timeout", Usage: "wall-clock limit, e.g. 500ms, 2s, 1m (default: the tier's)"}
+	memoryFlag  = &cli.StringFlag{Name: "memory", Usage: "guest memory limit, e.g. 64MiB, 1GiB (default: the tier's)"}
+	outputFlag  = &cli.StringFlag{Name: "output-limit", Usage: "bytes a stream (stdout, stderr) may carry before the run is stopped, e.g. 1MiB; 0 = no limit (default: the tier's; in trusted, none for exec's streamed output, else 4MiB)"}
+	fuelFlag    = &cli.StringFlag{Name: "fuel", Usage: "deterministic compute budget in fuel units (default, or 0: the tier's; trusted is unmetered)"}
 )
 
 func limitFlags() []cli.Flag { return []cli.Flag{timeoutFlag, memoryFlag, outputFlag, fuelFlag} }
@@ -149,23 +149,29 @@ func writeOut(c *cli.Context, files []workspace.FileChange, file func(string) ([
 	return nil
 }
 
-// limits reads the limit flags.
+// limits reads the limit flags that are set; the others are zero (the
+// tier's, or the service's default).
 func limits(c *cli.Context) (wasmpy.Limits, error) {
 	var l wasmpy.Limits
-	d, err := time.ParseDuration(c.String("timeout"))
-	if err != nil || d <= 0 {
-		return l, usageErr("--timeout %q: want a positive duration such as 500ms, 2s or 1m", c.String("timeout"))
-	}
-	l.Timeout = d
-	if l.Memory, err = parseSize(c.String("memory")); err != nil || l.Memory == 0 {
-		why := "want a positive size"
-		if err != nil {
-			why = err.Error() + ": want a size"
+	var err error
+	if c.IsSet("timeout") {
+		d, err := time.ParseDuration(c.String("timeout"))
+		if err != nil || d <= 0 {
+			return l, usageErr("--timeout %q: want a positive duration such as 500ms, 2s or 1m", c.String("timeout"))
 		}
-		return l, usageErr("--memory %q: %s such as 64MiB or 1GiB", c.String("memory"), why)
+		l.Timeout = d
 	}
-	if l.Memory > wasmpy.MaxMemory {
-		return l, usageErr("--memory %q: at most 4GiB (the wasm32 address space)", c.String("memory"))
+	if c.IsSet("memory") {
+		if l.Memory, err = parseSize(c.String("memory")); err != nil || l.Memory == 0 {
+			why := "want a positive size"
+			if err != nil {
+				why = err.Error() + ": want a size"
+			}
+			return l, usageErr("--memory %q: %s such as 64MiB or 1GiB", c.String("memory"), why)
+		}
+		if l.Memory > wasmpy.MaxMemory {
+			return l, usageErr("--memory %q: at most 4GiB (the wasm32 address space)", c.String("memory"))
+		}
 	}
 	if c.IsSet("output-limit") {
 		out, err := parseSize(c.String("output-limit"))
@@ -177,8 +183,10 @@ func limits(c *cli.Context) (wasmpy.Limits, error) {
 			l.Output = wasmpy.NoOutputLimit
 		}
 	}
-	if l.Fuel, err = strconv.ParseUint(strings.TrimSpace(c.String("fuel")), 10, 64); err != nil || l.Fuel > wasmpy.MaxFuel {
-		return l, usageErr("--fuel %q: want a whole number of fuel units from 0 (unlimited) to %d", c.String("fuel"), uint64(wasmpy.MaxFuel))
+	if c.IsSet("fuel") {
+		if l.Fuel, err = strconv.ParseUint(strings.TrimSpace(c.String("fuel")), 10, 64); err != nil || l.Fuel > wasmpy.MaxFuel {
+			return l, usageErr("--fuel %q: want a whole number of fuel units up to %d (0: the tier's; --tier trusted is unmetered)", c.String("fuel"), uint64(wasmpy.MaxFuel))
+		}
 	}
 	return l, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/wasmpy/wasmpy/codegen"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 func genCommand() *cli.Command {
@@ -55,15 +56,15 @@ func codegenFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "print-template", Usage: "print the embedded prompt template and exit"},
 		&cli.IntFlag{Name: "llm-retries", Value: codegen.DefaultLLMRetries, Usage: "retries of a failed LLM request (429, 5xx, timeouts)"},
 		&cli.StringFlag{Name: "llm-backoff", Value: codegen.DefaultBackoff.String(), Usage: "delay before the first LLM retry, doubled each time, with jitter"},
-		recordFlag, dbFlag, interpreterFlag, cacheFlag,
+		recordFlag, dbFlag, tierFlag, tiersFlag, interpreterFlag, cacheFlag,
 	}
 }
 
-// codegenLimits are the limits the generated code's runs get, for their
-// record; newGenerator has checked the flags.
-func codegenLimits(c *cli.Context) wasmpy.Limits {
+// codegenLimits are the limits the generated code's runs get under tier,
+// for their record; newGenerator has checked the flags.
+func codegenLimits(c *cli.Context, tier *tiers.Tier) wasmpy.Limits {
 	lim, _ := limits(c)
-	return lim.Or(wasmpy.DefaultLimits())
+	return lim.Or(tier.Limits).Or(wasmpy.DefaultLimits())
 }
 
 func genAction(c *cli.Context) error {
@@ -79,12 +80,12 @@ func genAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	g, sb, err := newGenerator(c, "task")
+	g, sb, tier, err := newGenerator(c, "task")
 	if err != nil {
 		return err
 	}
 	defer sb.Close(c.Context)
-	rec, err := startRecording(c, sb, provenance.KindGen, "", codegenLimits(c), "", map[string]any{"task": task})
+	rec, err := startRecording(c, sb, provenance.KindGen, tier.Name, codegenLimits(c, tier), "", map[string]any{"task": task})
 	if err != nil {
 		return err
 	}
@@ -93,7 +94,7 @@ func genAction(c *cli.Context) error {
 	if rerr := rec.finishCodegen(c, rep, nil, err); rerr != nil {
 		return rerr
 	}
-	if done, err := reportCodegen(c, rep, nil, err); done || err != nil {
+	if done, err := reportCodegen(c, tier.Name, rep, nil, err); done || err != nil {
 		return err
 	}
 	w := c.App.Writer
@@ -108,10 +109,10 @@ func genAction(c *cli.Context) error {
 	return nil
 }
 
-// reportCodegen prints what gen and def share: --json's object, the failed
+// reportCodegen prints what gen and def share (tier is the one they ran under): --json's object, the failed
 // attempts on stderr, the code (--show-code, --dry-run), the files (--out).
 // done says nothing is left to print; the error is the generation's.
-func reportCodegen(c *cli.Context, rep *codegen.Report, fr *codegen.FunctionReport, err error) (done bool, _ error) {
+func reportCodegen(c *cli.Context, tier string, rep *codegen.Report, fr *codegen.FunctionReport, err error) (done bool, _ error) {
 	if fr != nil {
 		rep = &fr.Report
 	}
@@ -119,7 +120,7 @@ func reportCodegen(c *cli.Context, rep *codegen.Report, fr *codegen.FunctionRepo
 		io.WriteString(c.App.ErrWriter, "\r\x1b[K") // erase the progress line
 	}
 	if c.Bool("json") {
-		out := codegenJSON{OK: err == nil, Code: "", Attempts: []codegen.Attempt{}}
+		out := codegenJSON{OK: err == nil, Tier: tier, Code: "", Attempts: []codegen.Attempt{}}
 		if rep != nil {
 			out.Result, out.Code, out.Cached, out.Attempts = rep.Result, rep.Code, rep.Cached, rep.Attempts
 		}
@@ -182,29 +183,34 @@ func genTask(c *cli.Context) (string, error) {
 	return task, nil
 }
 
-// newGenerator opens a sandbox and a Generator configured by the flags.
-// kind is "task" or "function", for --template.
-func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sandbox, error) {
+// newGenerator opens a sandbox and a Generator configured by the flags,
+// under the tier it returns. kind is "task" or "function", for --template.
+func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sandbox, *tiers.Tier, error) {
+	_, tier, err := chooseTier(c, (*tiers.Set).Strictest)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	lim, err := limits(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg, err := sandboxConfig(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if c.Int("attempts") < 1 {
-		return nil, nil, usageErr("--attempts must be at least 1")
+		return nil, nil, nil, usageErr("--attempts must be at least 1")
 	}
 	backoff, err := time.ParseDuration(c.String("llm-backoff"))
 	if err != nil || backoff <= 0 {
-		return nil, nil, usageErr("--llm-backoff %q: want a positive duration such as 500ms or 2s", c.String("llm-backoff"))
+		return nil, nil, nil, usageErr("--llm-backoff %q: want a positive duration such as 500ms or 2s", c.String("llm-backoff"))
 	}
 	opts := codegen.Options{
 		Model:          cfg.LLM.Model,
 		Progress:       progressLine(c),
 		Attempts:       c.Int("attempts"),
-		AllowImports:   cfg.AllowImports, // nil: the default allowlist
+		AllowImports:   cfg.AllowImports, // nil: the tier's, else the default allowlist
+		Validation:     tier.Validation,
 		ResultOptional: c.Bool("no-result"),
 		DryRun:         c.Bool("dry-run"),
 		Limits:         lim,
@@ -214,22 +220,31 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	if opts.LLMRetries == 0 {
 		opts.LLMRetries = -1 // --llm-retries 0 means none
 	}
-	// The allowlist binds at run time too; the validator's and the def
-	// harness's own imports are added for them.
-	allow := opts.AllowImports
-	if allow == nil {
-		allow = codegen.DefaultAllowImports()
+	// The allowlists bind at run time too (--allow-import's and the
+	// tier's); the validator's and the def harness's own imports are added
+	// to each.
+	withHelpers := func(m []string) []string {
+		return slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(m), codegen.HelperImports()...))))
 	}
-	cfg.AllowImports = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(allow), codegen.HelperImports()...))))
+	if opts.AllowImports == nil {
+		opts.AllowImports = tier.AllowImports
+	} else {
+		cfg.AllowImports = withHelpers(opts.AllowImports)
+	}
+	policy := *tier
+	if policy.AllowImports != nil {
+		policy.AllowImports = withHelpers(policy.AllowImports)
+	}
+	opts.Policy = policy.Apply
 	if kind == "function" {
 		opts.Tests, opts.Style = c.Bool("tests"), c.String("style")
 		if opts.MinQuality, err = parseQuality(c.String("min-quality")); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if path := c.String("code-template"); path != "" {
 			b, err := readFile(path)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			opts.CodeTemplate = string(b)
 		}
@@ -237,7 +252,7 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	if path := c.String("template"); path != "" {
 		b, err := readFile(path)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if kind == "task" {
 			opts.TaskTemplate = string(b)
@@ -247,25 +262,25 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	}
 	if !c.Bool("no-cache") {
 		if opts.CacheDir, err = codeCacheDir(c); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if cfg.LLM.BaseURL == "" {
-		return nil, nil, usageErr("%s: no LLM configured: set --llm-base-url or WASMPY_LLM_BASE_URL", c.Command.Name)
+		return nil, nil, nil, usageErr("%s: no LLM configured: set --llm-base-url or WASMPY_LLM_BASE_URL", c.Command.Name)
 	}
 	sb, err := newSandbox(c, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	g, err := codegen.New(sb, hostfuncs.NewLLM(cfg.LLM), opts)
 	if err != nil {
 		sb.Close(c.Context)
 		if errors.Is(err, codegen.ErrNoModel) {
-			return nil, nil, usageErr("%s: no model: set --llm-model, WASMPY_LLM_MODEL or OPENAI_MODEL", c.Command.Name)
+			return nil, nil, nil, usageErr("%s: no model: set --llm-model, WASMPY_LLM_MODEL or OPENAI_MODEL", c.Command.Name)
 		}
-		return nil, nil, usageErr("%s", strings.TrimPrefix(err.Error(), "codegen: "))
+		return nil, nil, nil, usageErr("%s", strings.TrimPrefix(err.Error(), "codegen: "))
 	}
-	return g, sb, nil
+	return g, sb, tier, nil
 }
 
 func codeCacheDir(c *cli.Context) (string, error) {
@@ -288,6 +303,7 @@ func codeCacheDir(c *cli.Context) (string, error) {
 type codegenJSON struct {
 	*wasmpy.Result
 	OK       bool                 `json:"ok"`
+	Tier     string               `json:"tier"` // also when nothing ran
 	Error    any                  `json:"error"`
 	Function string               `json:"function,omitempty"`
 	Value    json.RawMessage      `json:"value,omitempty"`

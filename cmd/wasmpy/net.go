@@ -12,6 +12,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/petrinet"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 func netCommand() *cli.Command {
@@ -44,7 +45,7 @@ func netCommand() *cli.Command {
 					&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the run and the final marking"},
 					&cli.IntFlag{Name: "max-steps", Usage: "stop after `N` firings; 0 = the net's max_steps, else 1000"},
 					recordFlag, dbFlag, interpreterFlag, cacheFlag,
-				}, append(limitFlags(), capabilityFlags()...)...),
+				}, append(append(limitFlags(), tierFlags()...), capabilityFlags()...)...),
 				Action: netRunAction,
 			},
 		},
@@ -104,7 +105,8 @@ func netBuildAction(c *cli.Context) error {
 		return err
 	}
 	defer sb.Close(c.Context)
-	rec, err := startRecording(c, sb, provenance.KindNet, "", wasmpy.DefaultLimits(), string(data), map[string]any{"build": true})
+	// Nothing of the net runs: its record has the tier a run would default to.
+	rec, err := startRecording(c, sb, provenance.KindNet, tiers.Defaults().Loosest().Name, wasmpy.DefaultLimits(), string(data), map[string]any{"build": true})
 	if err != nil {
 		return err
 	}
@@ -142,6 +144,10 @@ func netRunAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	_, tier, err := chooseTier(c, (*tiers.Set).Loosest)
+	if err != nil {
+		return err
+	}
 	lim, err := limits(c)
 	if err != nil {
 		return err
@@ -158,13 +164,13 @@ func netRunAction(c *cli.Context) error {
 		return err
 	}
 	defer sb.Close(c.Context)
-	rec, err := startRecording(c, sb, provenance.KindNet, "", lim.Or(cfg.Limits).Or(wasmpy.DefaultLimits()), string(data),
+	rec, err := startRecording(c, sb, provenance.KindNet, tier.Name, lim.Or(tier.Limits).Or(wasmpy.DefaultLimits()), string(data),
 		map[string]any{"max_steps": c.Int("max-steps")})
 	if err != nil {
 		return err
 	}
 	defer rec.close()
-	run, err := n.Run(c.Context, sb, petrinet.RunOptions{Limits: lim, MaxSteps: c.Int("max-steps")})
+	run, err := n.Run(c.Context, sb, petrinet.RunOptions{Limits: lim, MaxSteps: c.Int("max-steps"), Policy: tier.Apply})
 	var res *wasmpy.Result
 	if run != nil {
 		res = run.Result

@@ -29,8 +29,10 @@ func serveCommand() *cli.Command {
 			"create`, with a role: runner or admin), from --tokens-file (one per line) and from\n" +
 			"$WASMPY_TOKENS (comma-separated), the last two as runners; with none, no token is\n" +
 			"asked for, and no skill can be registered over the API.\n" +
-			"--timeout, --memory and --fuel are the defaults of skills that set none, and the\n" +
-			"ceilings of POST /exec (off unless --enable-exec). SIGINT or SIGTERM shuts down\n" +
+			"Every run has a trust tier (--tiers, `wasmpy tiers`): a skill its own, POST /exec and sessions\n" +
+			"the request's \"tier\" or --tier; a stored token's max_tier caps what its requests may ask for.\n" +
+			"--timeout, --memory and --fuel are ceilings on the tiers' limits (POST /exec is off unless\n" +
+			"--enable-exec). SIGINT or SIGTERM shuts down\n" +
 			"gracefully: /health/ready fails for --drain-delay, then runs in progress finish (up to\n" +
 			"--shutdown-timeout). --db postgres://... shares the store between replicas. Every flag\n" +
 			"can also be set from the environment: --max-body from $WASMPY_MAX_BODY, and so on.",
@@ -47,7 +49,8 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "enable-exec", Usage: "turn on POST /exec (and MCP's run_python and workspace tools), which run any code they are sent"},
 			&cli.BoolFlag{Name: "mcp", Usage: "serve MCP (streamable HTTP) at /mcp, behind the same tokens"},
 			&cli.StringFlag{Name: "log-format", Value: "json", Usage: "json or text"},
-			interpreterFlag, cacheFlag,
+			&cli.StringFlag{Name: "tier", Usage: "the trust tier `NAME` of POST /exec and sessions when a request names none (default: testing)"},
+			tiersFlag, interpreterFlag, cacheFlag,
 		}, admissionFlags()...), append(limitFlags(), llmFlags()...)...)),
 		Action: serveAction,
 	}

@@ -72,6 +72,8 @@ func skillCommand() *cli.Command {
 					&cli.StringFlag{Name: "actor-id", Usage: "who runs it, for provenance (default: $USER)", EnvVars: []string{"USER"}},
 					&cli.StringFlag{Name: "actor-type", Value: "cli", Usage: "what kind of actor, for provenance"},
 					jsonFlag, recordFlag, dbFlag,
+					&cli.StringFlag{Name: "tier", Usage: "run in the trust tier `NAME`, stricter than the skill's own (default: its own, else trusted)"},
+					tiersFlag,
 				}, common...),
 				Action: skillRun,
 			},
@@ -80,14 +82,22 @@ func skillCommand() *cli.Command {
 }
 
 // newExecutor opens the sandbox skills run in, recording into st (may be
-// nil); lim are the limits of skills that set none.
+// nil), with the tiers of --tiers; lim are ceilings on the tiers' limits.
+// --tier is the default tier of raw code (serve's /exec and sessions).
 func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits) (*skills.Executor, error) {
 	cfg, err := sandboxConfig(c)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Interpreter, cfg.CacheDir, cfg.Limits = c.String("interpreter"), c.String("cache-dir"), lim
-	ecfg := skills.ExecutorConfig{Sandbox: cfg}
+	set, err := loadTiers(c)
+	if err != nil {
+		return nil, err
+	}
+	ecfg := skills.ExecutorConfig{Sandbox: cfg, Tiers: set, DefaultTier: c.String("tier")}
+	if _, err := set.Lookup(ecfg.DefaultTier); ecfg.DefaultTier != "" && err != nil {
+		return nil, usageErr("--tier: %s", strings.TrimPrefix(err.Error(), "tiers: "))
+	}
 	if st != nil {
 		ecfg.Store, ecfg.Sessions = st, st
 	}
@@ -116,7 +126,8 @@ func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dir s
 	// --skill-check-timeout and --skill-sync are serve's; elsewhere they read
 	// as 0, the default.
 	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls(),
-		SkillTimeout: c.Duration("skill-check-timeout"), Registered: registered, SyncInterval: c.Duration("skill-sync")}
+		SkillTimeout: c.Duration("skill-check-timeout"), Registered: registered, SyncInterval: c.Duration("skill-sync"),
+		Tiers: ex.Tiers()}
 	var reg *skills.Registry
 	var err error
 	if dir == "" {
@@ -320,7 +331,8 @@ func skillRun(c *cli.Context) error {
 			actor = u.Username
 		}
 	}
-	x, err := ex.Execute(c.Context, s, skills.Request{Args: args, ActorID: actor, ActorType: c.String("actor-type"), Approved: c.Bool("approve")})
+	x, err := ex.Execute(c.Context, s, skills.Request{Args: args, ActorID: actor, ActorType: c.String("actor-type"), Approved: c.Bool("approve"),
+		Tier: c.String("tier")})
 	var se *skills.Error
 	switch {
 	case errors.As(err, &se) && se.Code == skills.CodeApprovalRequired:

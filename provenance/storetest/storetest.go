@@ -340,7 +340,7 @@ func testSessions(t *testing.T, h Harness) {
 	defer a.Close()
 	defer b.Close()
 
-	s := &provenance.Session{ID: provenance.NewID(), Owner: "team-a", State: []byte("state 0"), StateHash: "h0"}
+	s := &provenance.Session{ID: provenance.NewID(), Owner: "team-a", Tier: "testing", State: []byte("state 0"), StateHash: "h0"}
 	require.NoError(t, a.CreateSession(ctx, s))
 	require.Equal(t, "h0", s.StateHash, "kept as given")
 	require.Equal(t, int64(7), s.Size)
@@ -365,6 +365,7 @@ func testSessions(t *testing.T, h Harness) {
 	got, err = a.GetSession(ctx, s.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, got.Turn)
+	require.Equal(t, "testing", got.Tier, "a session keeps its tier")
 	require.Equal(t, big, got.State)
 	require.Equal(t, "h1", got.StateHash)
 	require.False(t, got.UpdatedAt.Before(got.CreatedAt))

@@ -18,7 +18,9 @@ import (
 // needs (403).
 const CodeForbidden = "forbidden"
 
-// staticToken is one of Config.Tokens: a runner with the default tier.
+// staticToken is one of Config.Tokens: a runner with no maximum tier (the
+// operator's own, as before tiers; tokens handed out with a maximum are the
+// store's).
 type staticToken struct {
 	sum   [32]byte
 	token *provenance.Token
@@ -31,7 +33,7 @@ func (s *Service) setupAuth(cfg Config) error {
 		if t = strings.TrimSpace(t); t != "" {
 			sum := sha256.Sum256([]byte(t))
 			s.static = append(s.static, staticToken{sum: sum, token: &provenance.Token{
-				Name: "static:" + hex.EncodeToString(sum[:4]), Role: provenance.RoleRunner, MaxTier: provenance.DefaultMaxTier}})
+				Name: "static:" + hex.EncodeToString(sum[:4]), Role: provenance.RoleRunner}})
 		}
 	}
 	s.auth = len(s.static) > 0

@@ -79,6 +79,7 @@ type classicBody struct {
 	ActorID   string          `json:"actor_id"`
 	ActorType string          `json:"actor_type"`
 	Approved  bool            `json:"approved"`
+	Tier      string          `json:"tier,omitempty"` // a tier stricter than the skill's own; default: its own
 }
 
 // classicAnswer is POST /skills/execute's answer: the skill's output as
@@ -102,7 +103,7 @@ func (s *Service) classicExecute(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req := skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved}
+	req := skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved, Tier: body.Tier}
 	return s.executeSkill(w, r, sk, req, func(x *skills.Execution) any {
 		a := classicAnswer{Error: x.Error, Result: json.RawMessage("null"), Provenance: skills.ClassicRecord(x.Record)}
 		if x.Result != nil && len(x.Result.Output) > 0 {

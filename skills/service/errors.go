@@ -37,6 +37,7 @@ var statusOf = map[string]int{
 	skills.CodeApprovalRequired: http.StatusForbidden,
 	CodeCrossOrigin:             http.StatusForbidden,
 	CodeForbidden:               http.StatusForbidden,
+	CodeTierForbidden:           http.StatusForbidden,
 	CodeNotFound:                http.StatusNotFound,
 	CodeUnknownSkill:            http.StatusNotFound,
 	skills.CodeInvalidSkill:     http.StatusUnprocessableEntity,

@@ -12,6 +12,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 // healthInfo is GET /health's answer.
@@ -153,12 +154,21 @@ func (s *Service) execute(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.executeSkill(w, r, sk, skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved}, nil)
+	return s.executeSkill(w, r, sk, skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved,
+		Tier: body.Tier}, nil)
 }
 
 // executeSkill checks req before taking a run slot, then runs it; answer,
 // when set, shapes the answer from the execution (else the execution itself).
 func (s *Service) executeSkill(w http.ResponseWriter, r *http.Request, sk *skills.Skill, req skills.Request, answer func(*skills.Execution) any) error {
+	tier, err := s.cfg.Executor.SkillTier(sk, req.Tier)
+	if err != nil {
+		return err
+	}
+	if err := s.allowTier(r, tier); err != nil {
+		return err
+	}
+	req.Tier = tier.Name
 	if _, err := sk.Check(req); err != nil {
 		return err
 	}
@@ -169,7 +179,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if !s.cfg.EnableExec {
 		return fail(CodeExecDisabled, "POST /exec is disabled on this service")
 	}
-	req, w, err := s.execRequest(w, r)
+	req, w, err := s.execRequest(w, r, func(asked string) (*tiers.Tier, error) { return s.cfg.Executor.ExecTier(asked) })
 	if err != nil {
 		return err
 	}
@@ -214,9 +224,11 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Co
 }
 
 // execRequest reads the body of POST /exec and of a session turn into a
-// request within the service's ceilings; when the client asks for a
-// stream, the run's output goes to it and w becomes the stream.
-func (s *Service) execRequest(w http.ResponseWriter, r *http.Request) (skills.ExecRequest, http.ResponseWriter, error) {
+// request in the tier tierOf gives for the body's (which the token must be
+// allowed), within the tier's limits and the service's ceilings; when the
+// client asks for a stream, the run's output goes to it and w becomes the
+// stream.
+func (s *Service) execRequest(w http.ResponseWriter, r *http.Request, tierOf func(asked string) (*tiers.Tier, error)) (skills.ExecRequest, http.ResponseWriter, error) {
 	var body execBody
 	if err := s.decodeBody(w, r, &body); err != nil {
 		return skills.ExecRequest{}, w, err
@@ -224,11 +236,19 @@ func (s *Service) execRequest(w http.ResponseWriter, r *http.Request) (skills.Ex
 	if body.Code == "" {
 		return skills.ExecRequest{}, w, fail(CodeBadRequest, `"code" is empty`)
 	}
-	lim, err := body.Limits.Within(s.cfg.ExecLimits)
+	tier, err := tierOf(body.Tier)
 	if err != nil {
 		return skills.ExecRequest{}, w, err
 	}
-	req := skills.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType}
+	if err := s.allowTier(r, tier); err != nil {
+		return skills.ExecRequest{}, w, err
+	}
+	lim, err := body.Limits.Within(tier.LimitsWithin(s.cfg.ExecLimits))
+	if err != nil {
+		return skills.ExecRequest{}, w, err
+	}
+	req := skills.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType,
+		Tier: tier.Name}
 	if wantsStream(r) {
 		events := newEventStream(w)
 		req.Stdout, req.Stderr, w = events.stream("stdout"), events.stream("stderr"), events

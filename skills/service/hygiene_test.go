@@ -75,14 +75,15 @@ func TestRequestHygiene(t *testing.T) {
 	}
 }
 
-// Without exec ceilings, a request's limits are still bounded by what
-// wasmpy can enforce.
+// Without exec ceilings, a request's limits are still bounded by its tier's
+// (testing's, the default: 20 s, 256 MiB) and, where the tier sets none
+// (fuel), by what wasmpy can enforce.
 func TestExecLimitsWithoutCeilings(t *testing.T) {
 	s := startServer(t, func(c *service.Config) { c.EnableExec = true; c.ExecLimits.Timeout, c.ExecLimits.Memory = 0, 0 })
 	for body, msg := range map[string]string{
 		`{"code": "1", "limits": {"fuel": 18446744073709551615}}`:      "limits.fuel: want 1 to 9223372036854775807",
-		`{"code": "1", "limits": {"memory_bytes": 4294967297}}`:        "limits.memory_bytes: want 1 to 4294967296",
-		`{"code": "1", "limits": {"timeout_ms": 9223372036854775807}}`: "limits.timeout_ms: want 1 to 9223372036854",
+		`{"code": "1", "limits": {"memory_bytes": 4294967297}}`:        "limits.memory_bytes: want 1 to 268435456",
+		`{"code": "1", "limits": {"timeout_ms": 9223372036854775807}}`: "limits.timeout_ms: want 1 to 20000,",
 	} {
 		r := s.do(t, "POST", "/exec", body)
 		require.Equal(t, 400, r.status, r.raw)

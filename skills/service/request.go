@@ -24,6 +24,7 @@ type executeBody struct {
 	ActorID   string          `json:"actor_id"`
 	ActorType string          `json:"actor_type"`
 	Approved  bool            `json:"approved"`
+	Tier      string          `json:"tier,omitempty"` // a tier stricter than the skill's own; default: its own
 }
 
 // execBody is POST /exec's body.
@@ -34,6 +35,12 @@ type execBody struct {
 	Limits    skills.RequestedLimits `json:"limits"`
 	ActorID   string                 `json:"actor_id"`
 	ActorType string                 `json:"actor_type"`
+	Tier      string                 `json:"tier,omitempty"` // the trust tier; default: the service's (a session turn: the session's)
+}
+
+// sessionBody is POST /sessions's body, which may be absent.
+type sessionBody struct {
+	Tier string `json:"tier,omitempty"` // the trust tier of the session's turns; default: the service's
 }
 
 // decodeBody reads a JSON object into v, strictly: the body must be

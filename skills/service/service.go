@@ -77,7 +77,7 @@ type Config struct {
 	// none.
 	DrainDelay time.Duration
 	// Tokens are static bearer tokens, each with provenance.RoleRunner and
-	// the default maximum tier.
+	// no maximum tier.
 	Tokens []string
 	// TokenStore, when set, holds tokens made with provenance.NewToken, with
 	// their roles: looked up on each request, so one created while the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 // Sessions: Python state that lasts across turns (see wasmpy.Session).
@@ -48,13 +49,20 @@ func (s *Service) newSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.sessionsEnabled(); err != nil {
 		return err
 	}
-	if r.ContentLength != 0 { // no body, or an empty object
-		var body struct{}
+	var body sessionBody
+	if r.ContentLength != 0 { // no body, or an object
 		if err := s.decodeBody(w, r, &body); err != nil {
 			return err
 		}
 	}
-	in, err := s.cfg.Executor.NewSession(r.Context(), info(r).owner)
+	tier, err := s.cfg.Executor.ExecTier(body.Tier)
+	if err != nil {
+		return err
+	}
+	if err := s.allowTier(r, tier); err != nil {
+		return err
+	}
+	in, err := s.cfg.Executor.NewSession(r.Context(), info(r).owner, tier.Name)
 	if err != nil {
 		return sessionErr(r, err)
 	}
@@ -101,11 +109,20 @@ func (s *Service) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	if err := s.sessionsEnabled(); err != nil {
 		return err
 	}
-	req, w, err := s.execRequest(w, r)
+	id, owner := r.PathValue("id"), info(r).owner
+	req, w, err := s.execRequest(w, r, func(asked string) (*tiers.Tier, error) {
+		if asked != "" {
+			return nil, fail(CodeBadRequest, `"tier": a session's turns run in the tier it was made with (POST /sessions {"tier": ...})`)
+		}
+		in, err := s.cfg.Executor.Session(r.Context(), id, owner)
+		if err != nil {
+			return nil, sessionErr(r, err)
+		}
+		return s.cfg.Executor.ExecTier(in.Tier)
+	})
 	if err != nil {
 		return err
 	}
-	id, owner := r.PathValue("id"), info(r).owner
 	err = s.run(w, r, func(ctx context.Context) (*skills.Execution, error) {
 		x, err := s.cfg.Executor.SessionExec(ctx, id, owner, req)
 		return x, sessionErr(r, err)

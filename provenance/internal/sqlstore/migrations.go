@@ -20,6 +20,7 @@ import (
 //  7. session_deltas: the deltas saved after a session's state; the state
 //     moves out of sessions into session_states, since SQLite rewrites a
 //     whole row, blob and all, to update any column of it.
+//  8. sessions.tier: the trust tier of a session's turns.
 var (
 	sqliteMigrations = []string{
 		`CREATE TABLE IF NOT EXISTS owners (
@@ -125,6 +126,8 @@ var (
 			delta      BLOB NOT NULL,
 			PRIMARY KEY (session_id, turn)
 		);`,
+
+		`ALTER TABLE sessions ADD COLUMN tier TEXT NOT NULL DEFAULT '';`,
 	}
 
 	postgresMigrations = []string{
@@ -229,6 +232,8 @@ var (
 			delta      bytea NOT NULL,
 			PRIMARY KEY (session_id, turn)
 		);`,
+
+		`ALTER TABLE sessions ADD COLUMN tier text NOT NULL DEFAULT '';`,
 	}
 )
 

@@ -31,9 +31,9 @@ func (s *Store) CreateSession(ctx context.Context, sess *provenance.Session) err
 		return fmt.Errorf("provenance: session %s: %w", sess.ID, err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO sessions (id, owner, turn, state_hash, size, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
-		sess.ID, sess.Owner, sess.Turn, sess.StateHash, sess.Size, s.d.time(sess.CreatedAt), s.d.time(sess.UpdatedAt))
+	res, err := tx.ExecContext(ctx, s.d.q(`INSERT INTO sessions (id, owner, tier, turn, state_hash, size, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`),
+		sess.ID, sess.Owner, sess.Tier, sess.Turn, sess.StateHash, sess.Size, s.d.time(sess.CreatedAt), s.d.time(sess.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("provenance: session %s: %w", sess.ID, err)
 	}
@@ -135,12 +135,12 @@ func (s *Store) sessionTx(ctx context.Context, id string, prevTurn int, update f
 	return fmt.Errorf("session %s is at turn %d, not %d: %w", id, turn, prevTurn, provenance.ErrConflict)
 }
 
-const sessionColumns = "id, owner, turn, state_hash, size, created_at, updated_at"
+const sessionColumns = "id, owner, tier, turn, state_hash, size, created_at, updated_at"
 
 func scanSession(row interface{ Scan(...any) error }, state *[]byte) (*provenance.Session, error) {
 	var sess provenance.Session
 	var created, updated any
-	dest := []any{&sess.ID, &sess.Owner, &sess.Turn, &sess.StateHash, &sess.Size, &created, &updated}
+	dest := []any{&sess.ID, &sess.Owner, &sess.Tier, &sess.Turn, &sess.StateHash, &sess.Size, &created, &updated}
 	if state != nil {
 		dest = append(dest, state)
 	}
