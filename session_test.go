@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -519,4 +520,24 @@ func TestSessionCloseWhileStartingAhead(t *testing.T) {
 		_, err = sess.Run(ctx, wasmpy.Job{Code: "pass"})
 		require.ErrorIs(t, err, wasmpy.ErrSessionClosed)
 	}
+}
+
+// An import policy binds every turn of a session, and a turn's guard does
+// not keep the next turn from starting (it refused the runner's own import).
+func TestSessionImportPolicy(t *testing.T) {
+	ctx := context.Background()
+	s := newSession(t, testSandbox(t))
+	for i := range 3 {
+		res, err := s.Run(ctx, wasmpy.Job{Code: "import math\nx = " + strconv.Itoa(i), AllowImports: []string{"math"}})
+		require.NoError(t, err, "turn %d", i+1)
+		require.Nil(t, res.Error, "turn %d", i+1)
+	}
+	res, err := s.Run(ctx, wasmpy.Job{Code: "import os", AllowImports: []string{"math"}})
+	require.NoError(t, err)
+	require.NotNil(t, res.Error)
+	require.Contains(t, res.Error.Message, "import of 'os' is not allowed")
+	res, err = s.Run(ctx, wasmpy.Job{Code: "import os\nprint(x)"})
+	require.NoError(t, err)
+	require.Nil(t, res.Error, "a turn without a policy is not held to the last one's")
+	require.Equal(t, "2\n", res.Stdout)
 }

@@ -225,7 +225,9 @@ def _install(job):
     allow = job.get("allow_imports")
     builtins.__import__ = _orig_import  # a session's earlier turn may have guarded it
     if allow is not None:
-        _restrict_imports(set(allow) | {"wasmpy"})
+        # _wasmpy_runner: a session's next turn starts by importing it from
+        # __main__, with this turn's guard still in place.
+        _restrict_imports(set(allow) | {"wasmpy", "_wasmpy_runner"})
 
 
 def _restrict_imports(allowed):
