@@ -39,7 +39,7 @@ func defCommand() *cli.Command {
 			&cli.StringFlag{Name: "code-template", Usage: "code template `FILE` overriding the embedded one (see --print-code-template)"},
 			&cli.BoolFlag{Name: "print-code-template", Usage: "print the embedded code template (final function, test scaffold) and exit"},
 			&cli.StringFlag{Name: "min-quality", Usage: "`THRESHOLDS` the function must meet: complexity=N,lines=N,tests=N,hints,docstring"},
-		}, codegenFlags()...), append(limitFlags(), capabilityFlags()...)...),
+		}, codegenFlags()...), append(append(limitFlags(), tierFlags()...), capabilityFlags()...)...),
 		Action: defAction,
 	}
 }

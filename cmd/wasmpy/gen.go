@@ -37,7 +37,7 @@ func genCommand() *cli.Command {
 			"While it waits, a progress line goes to stderr on a terminal (--progress: always).",
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "no-result", Usage: "the task needs no submit_result (it only prints or writes files)"},
-		}, codegenFlags()...), append(limitFlags(), capabilityFlags()...)...),
+		}, codegenFlags()...), append(append(limitFlags(), tierFlags()...), capabilityFlags()...)...),
 		Action: genAction,
 	}
 }
@@ -56,7 +56,7 @@ func codegenFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "print-template", Usage: "print the embedded prompt template and exit"},
 		&cli.IntFlag{Name: "llm-retries", Value: codegen.DefaultLLMRetries, Usage: "retries of a failed LLM request (429, 5xx, timeouts)"},
 		&cli.StringFlag{Name: "llm-backoff", Value: codegen.DefaultBackoff.String(), Usage: "delay before the first LLM retry, doubled each time, with jitter"},
-		recordFlag, dbFlag, tierFlag, tiersFlag, interpreterFlag, cacheFlag,
+		recordFlag, dbFlag, interpreterFlag, cacheFlag,
 	}
 }
 

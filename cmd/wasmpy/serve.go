@@ -50,7 +50,7 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "mcp", Usage: "serve MCP (streamable HTTP) at /mcp, behind the same tokens"},
 			&cli.StringFlag{Name: "log-format", Value: "json", Usage: "json or text"},
 			&cli.StringFlag{Name: "tier", Usage: "the trust tier `NAME` of POST /exec and sessions when a request names none (default: testing)"},
-			tiersFlag, interpreterFlag, cacheFlag,
+			tiersFlag(), interpreterFlag, cacheFlag,
 		}, admissionFlags()...), append(limitFlags(), llmFlags()...)...)),
 		Action: serveAction,
 	}

@@ -73,7 +73,7 @@ func skillCommand() *cli.Command {
 					&cli.StringFlag{Name: "actor-type", Value: "cli", Usage: "what kind of actor, for provenance"},
 					jsonFlag, recordFlag, dbFlag,
 					&cli.StringFlag{Name: "tier", Usage: "run in the trust tier `NAME`, stricter than the skill's own (default: its own, else trusted)"},
-					tiersFlag,
+					tiersFlag(),
 				}, common...),
 				Action: skillRun,
 			},

@@ -12,15 +12,19 @@ import (
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
-var (
-	tierFlag = &cli.StringFlag{Name: "tier",
-		Usage: "run under the trust tier `NAME`: sandbox, testing, trusted, or one of --tiers (see `wasmpy tiers`)"}
-	tiersFlag = &cli.StringFlag{Name: "tiers", EnvVars: []string{"WASMPY_TIERS"},
-		Usage: "`FILE` (YAML) defining the trust tiers, least trusted first, in place of the built-in ones"}
-)
-
 // tierFlags are the flags of a command that runs code under a tier.
-func tierFlags() []cli.Flag { return []cli.Flag{tierFlag, tiersFlag} }
+func tierFlags() []cli.Flag {
+	return []cli.Flag{&cli.StringFlag{Name: "tier",
+		Usage: "run under the trust tier `NAME`: sandbox, testing, trusted, or one of --tiers (see `wasmpy tiers`)"}, tiersFlag()}
+}
+
+// tiersFlag is --tiers: a new one for each command, since the flag takes
+// its environment variable's value into itself (a shared one would keep
+// it).
+func tiersFlag() cli.Flag {
+	return &cli.StringFlag{Name: "tiers", EnvVars: []string{"WASMPY_TIERS"},
+		Usage: "`FILE` (YAML) defining the trust tiers, least trusted first, in place of the built-in ones"}
+}
 
 func tiersCommand() *cli.Command {
 	return &cli.Command{
@@ -31,7 +35,7 @@ func tiersCommand() *cli.Command {
 			"run under the least trusted tier (sandbox) unless --tier says otherwise; exec, net and\n" +
 			"skill run under the most trusted (trusted): the CLI's user wrote the code. Flags such as\n" +
 			"--timeout override the tier's limits for one run.",
-		Flags:  []cli.Flag{tiersFlag, jsonFlag},
+		Flags:  []cli.Flag{tiersFlag(), jsonFlag},
 		Action: tiersAction,
 	}
 }
@@ -144,7 +148,7 @@ func loadTiers(c *cli.Context) (*tiers.Set, error) {
 		}
 		return nil, exitStatus(exitUsage)
 	case err != nil:
-		return nil, usageErr("--tiers: %s", strings.TrimPrefix(oneLine(err), "tiers: "))
+		return nil, usageErr("--tiers: %s", strings.TrimPrefix(err.Error(), "tiers: "))
 	}
 	return set, nil
 }

@@ -161,11 +161,8 @@ func (s *Service) execute(w http.ResponseWriter, r *http.Request) error {
 // executeSkill checks req before taking a run slot, then runs it; answer,
 // when set, shapes the answer from the execution (else the execution itself).
 func (s *Service) executeSkill(w http.ResponseWriter, r *http.Request, sk *skills.Skill, req skills.Request, answer func(*skills.Execution) any) error {
-	tier, err := s.cfg.Executor.SkillTier(sk, req.Tier)
+	tier, err := s.tierFor(r, req.Tier, func(asked string) (*tiers.Tier, error) { return s.cfg.Executor.SkillTier(sk, asked) })
 	if err != nil {
-		return err
-	}
-	if err := s.allowTier(r, tier); err != nil {
 		return err
 	}
 	req.Tier = tier.Name
@@ -179,7 +176,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if !s.cfg.EnableExec {
 		return fail(CodeExecDisabled, "POST /exec is disabled on this service")
 	}
-	req, w, err := s.execRequest(w, r, func(asked string) (*tiers.Tier, error) { return s.cfg.Executor.ExecTier(asked) })
+	req, w, err := s.execRequest(w, r, s.cfg.Executor.ExecTier)
 	if err != nil {
 		return err
 	}
@@ -224,8 +221,7 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Co
 }
 
 // execRequest reads the body of POST /exec and of a session turn into a
-// request in the tier tierOf gives for the body's (which the token must be
-// allowed), within the tier's limits and the service's ceilings; when the
+// request in the tier tierOf gives for the body's (see tierFor), within the tier's limits and the service's ceilings; when the
 // client asks for a stream, the run's output goes to it and w becomes the
 // stream.
 func (s *Service) execRequest(w http.ResponseWriter, r *http.Request, tierOf func(asked string) (*tiers.Tier, error)) (skills.ExecRequest, http.ResponseWriter, error) {
@@ -236,11 +232,8 @@ func (s *Service) execRequest(w http.ResponseWriter, r *http.Request, tierOf fun
 	if body.Code == "" {
 		return skills.ExecRequest{}, w, fail(CodeBadRequest, `"code" is empty`)
 	}
-	tier, err := tierOf(body.Tier)
+	tier, err := s.tierFor(r, body.Tier, tierOf)
 	if err != nil {
-		return skills.ExecRequest{}, w, err
-	}
-	if err := s.allowTier(r, tier); err != nil {
 		return skills.ExecRequest{}, w, err
 	}
 	lim, err := body.Limits.Within(tier.LimitsWithin(s.cfg.ExecLimits))

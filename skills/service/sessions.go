@@ -55,11 +55,8 @@ func (s *Service) newSession(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	tier, err := s.cfg.Executor.ExecTier(body.Tier)
+	tier, err := s.tierFor(r, body.Tier, s.cfg.Executor.ExecTier)
 	if err != nil {
-		return err
-	}
-	if err := s.allowTier(r, tier); err != nil {
 		return err
 	}
 	in, err := s.cfg.Executor.NewSession(r.Context(), info(r).owner, tier.Name)

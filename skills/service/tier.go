@@ -21,6 +21,23 @@ func maxTier(r *http.Request) string {
 	return ""
 }
 
+// tierFor is the tier of a request that asked for asked: resolve(asked);
+// or, when it asked for none and the default is above its token's maximum
+// tier, resolve(the maximum). A tier above the maximum is refused (403).
+func (s *Service) tierFor(r *http.Request, asked string, resolve func(string) (*tiers.Tier, error)) (*tiers.Tier, error) {
+	t, err := resolve(asked)
+	if err != nil {
+		return nil, err
+	}
+	err = s.allowTier(r, t)
+	if max := maxTier(r); err != nil && asked == "" && max != "" {
+		if capped, cerr := resolve(max); cerr == nil && s.allowTier(r, capped) == nil {
+			return capped, nil
+		}
+	}
+	return t, err
+}
+
 // allowTier refuses t when the request's token has a lower maximum tier.
 func (s *Service) allowTier(r *http.Request, t *tiers.Tier) error {
 	max := maxTier(r)
