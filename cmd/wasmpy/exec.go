@@ -42,6 +42,8 @@ func execCommand() *cli.Command {
 			"The run is handed to your resident wasmpy process, which keeps the interpreter loaded\n" +
 			"(one starts in the background when none runs; see `wasmpy help resident`): the same run,\n" +
 			"a fresh instance each time, started in milliseconds. --resident=false runs it here.\n\n" +
+			"The script runs in the trusted tier (every capability, wasmpy's default limits) unless\n" +
+			"--tier says otherwise (`wasmpy tiers`); limit flags override the tier's for this run.\n\n" +
 			"Exit status: the script's own; 130 after Ctrl-C, 143 after SIGTERM. Sandbox outcomes\n" +
 			"have their own: 120 internal, 121 memory, 122 output, 123 fuel, 124 timeout; 2 is a\n" +
 			"usage error, 125 a wasmpy failure.",

@@ -34,7 +34,9 @@ func genCommand() *cli.Command {
 			"and error is {kind, message}: kind is the last attempt's outcome when every attempt failed\n" +
 			"(invalid, exception, timeout...), llm when the LLM could not be asked. Exits 1 when no attempt\n" +
 			"succeeded.\n" +
-			"While it waits, a progress line goes to stderr on a terminal (--progress: always).",
+			"While it waits, a progress line goes to stderr on a terminal (--progress: always).\n" +
+			"The code runs in the sandbox trust tier unless --tier says otherwise (`wasmpy tiers`): its\n" +
+			"limits, capabilities (submit_result only) and imports, and strict validation.",
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "no-result", Usage: "the task needs no submit_result (it only prints or writes files)"},
 		}, codegenFlags()...), append(append(limitFlags(), tierFlags()...), capabilityFlags()...)...),

@@ -22,6 +22,7 @@ type apiRoute struct {
 	pattern string // as registered: "GET /skills/{name}"
 	summary string
 	body    any      // the request body's type, nil for none
+	bodyOpt bool     // the body may be absent
 	answer  any      // the success answer's type; nil with text for text/plain, or for none
 	text    string   // a text/plain answer's description
 	status  int      // the success status; 0 means 200
@@ -45,7 +46,8 @@ var apiRoutes = []apiRoute{
 	{pattern: "POST /skills/execute", summary: "Run the skill named in the body (classic route): the output as result", body: classicBody{}, answer: classicAnswer{}, runs: true},
 	{pattern: "GET /executions/{id}", summary: "A provenance record", answer: skills.RecordJSON{}},
 	{pattern: "POST /exec", summary: "Run raw code (only with --enable-exec); Accept: text/event-stream streams its output", body: execBody{}, answer: skills.ExecutionJSON{}, runs: true},
-	{pattern: "POST /sessions", summary: "Start a session (with --enable-exec): Python state that lasts across turns", answer: skills.SessionInfo{}, status: http.StatusCreated},
+	{pattern: "POST /sessions", summary: "Start a session (with --enable-exec): Python state that lasts across turns, in a trust tier",
+		body: sessionBody{}, bodyOpt: true, answer: skills.SessionInfo{}, status: http.StatusCreated},
 	{pattern: "GET /sessions/{id}", summary: "A session", answer: skills.SessionInfo{}},
 	{pattern: "POST /sessions/{id}/exec", summary: "Run one turn of a session, as POST /exec", body: execBody{}, answer: skills.ExecutionJSON{}, runs: true},
 	{pattern: "POST /sessions/{id}/fork", summary: "A new session from this one's state", answer: skills.SessionInfo{}, status: http.StatusCreated},
@@ -90,7 +92,7 @@ func openAPI(version string, routes []apiRoute) map[string]any {
 					"description":          "one part per file, named by the file's name",
 					"additionalProperties": map[string]any{"type": "string", "contentMediaType": "application/octet-stream"}}}
 			}
-			op["requestBody"] = map[string]any{"required": true, "content": content}
+			op["requestBody"] = map[string]any{"required": !rt.bodyOpt, "content": content}
 		}
 		status := rt.status
 		if status == 0 {
