@@ -224,7 +224,7 @@ func TestLimitFlagsOutOfRange(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"exec", "--fuel", "18446744073709551615", "-c", "1"}, `--fuel "18446744073709551615": want a whole number of fuel units from 0 (unlimited) to 9223372036854775807`},
+		{[]string{"exec", "--fuel", "18446744073709551615", "-c", "1"}, `--fuel "18446744073709551615": want a whole number of fuel units up to 9223372036854775807`},
 		{[]string{"exec", "--fuel", "9223372036854775808", "-c", "1"}, "--fuel"},
 		{[]string{"exec", "--fuel", "18446744073709551616", "-c", "1"}, "--fuel"},
 		{[]string{"exec", "--memory", "4294967297B", "-c", "1"}, "at most 4GiB"},

@@ -192,6 +192,14 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	for _, need := range []struct {
+		flag string
+		cp   wasmpy.Capability
+	}{{"workspace", wasmpy.ReadFile}, {"out", wasmpy.WriteFile}} {
+		if c.IsSet(need.flag) && tier.Refused([]wasmpy.Capability{need.cp}) != "" {
+			return nil, nil, nil, usageErr("--%s: tier %s does not grant %s: choose a tier that does, such as --tier testing", need.flag, tier.Name, need.cp)
+		}
+	}
 	lim, err := limits(c)
 	if err != nil {
 		return nil, nil, nil, err

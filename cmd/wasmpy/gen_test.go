@@ -120,7 +120,10 @@ func TestGenWorkspaceAndOptions(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("b a b"), 0o644))
 	srv := llmtest.New(t, pyReply("print(sorted(read_file('notes.txt').split()))\nwrite_file('out.txt', 'done')"))
 	outDir := t.TempDir()
-	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen", "--no-result", "--workspace", ws, "--out", outDir, "--allow-import", "math,re"},
+	code, _, errOut := wasmpyCLI(t, "", append([]string{"gen", "--no-result", "--workspace", ws}, append(codegenArgs(t, srv), "sort the words")...)...)
+	require.Equal(t, exitUsage, code, "sandbox, gen's default tier, grants no workspace")
+	require.Contains(t, errOut, "--workspace: tier sandbox does not grant read_file: choose a tier that does, such as --tier testing")
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen", "--no-result", "--tier", "testing", "--workspace", ws, "--out", outDir, "--allow-import", "math,re"},
 		append(codegenArgs(t, srv), "sort the words")...)...)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "['a', 'b', 'b']\n", out)
