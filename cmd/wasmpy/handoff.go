@@ -45,6 +45,8 @@ type remoteJob struct {
 	Input    []byte              `json:"input,omitempty"`
 	Limits   wasmpy.Limits       `json:"limits"`
 	Grants   []wasmpy.Capability `json:"grants"`
+	Imports  []string            `json:"imports"` // the tier's import policy (Job.AllowImports)
+	Tier     string              `json:"tier"`
 	JSON     bool                `json:"json"`
 	Out      bool                `json:"out"` // send back the contents of the files the run wrote
 }
@@ -198,7 +200,7 @@ func remote(c *cli.Context, cfg wasmpy.Config, job wasmpy.Job, appPath string) (
 		cfg.Packages[i] = abs(p)
 	}
 	rj := &remoteJob{Config: toWire(cfg), Code: job.Code, Filename: job.Filename, Args: job.Args, Module: job.Module,
-		Limits: job.Limits, Grants: job.Grants, JSON: c.Bool("json"), Out: c.String("out") != ""}
+		Limits: job.Limits, Grants: job.Grants, Imports: job.AllowImports, Tier: job.Tier, JSON: c.Bool("json"), Out: c.String("out") != ""}
 	if job.App != nil {
 		if appPath == "" {
 			return nil, false

@@ -179,6 +179,7 @@ func TestResidentMatchesInProcess(t *testing.T) {
 		{"memory", "", []string{"exec", "--memory", "64MiB", "-c", "x = bytearray(100 << 20)"}},
 		{"output limit", "", []string{"exec", "--output-limit", "1KiB", "-c", "print('x' * 5000)"}},
 		{"grant", "", []string{"exec", "--grant", "none", "-c", "read_file('x')"}},
+		{"tier", "", []string{"exec", "--json", "--tier", "sandbox", "-c", "import os"}},
 		{"no script", "", []string{"exec", "missing.py"}},
 		{"interpreter", "", []string{"exec", "--interpreter", "npm", "-c", "import sys; print(sys.version_info[:2])"}},
 	}
