@@ -37,6 +37,15 @@ func TestTiersCommand(t *testing.T) {
 	code, _, errOut = wasmpyCLI(t, "", "tiers", "--tiers", filepath.Join(t.TempDir(), "none.yaml"))
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, errOut, "--tiers: open ")
+
+	// A token's maximum tier is one the tiers have.
+	db := filepath.Join(t.TempDir(), "p.db")
+	code, _, errOut = wasmpyCLI(t, "", "token", "create", "ci", "--max-tier", "trustd", "--db", db)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, `--max-tier: no such tier "trustd" (have sandbox, testing, trusted)`)
+	custom := writeScript(t, "tiers.yaml", "tiers:\n  - {name: ci, extends: sandbox}\n")
+	code, _, errOut = wasmpyCLI(t, "", "token", "create", "ci", "--max-tier", "ci", "--tiers", custom, "--db", db)
+	require.Equal(t, 0, code, errOut)
 }
 
 // exec runs in trusted by default; --tier holds it to another tier, whose

@@ -24,8 +24,8 @@ func tokenCommand() *cli.Command {
 				Name: "create", Usage: "make a token and print it (once: only its hash is kept)", ArgsUsage: "NAME",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "role", Value: provenance.RoleRunner, Usage: "`ROLE`: runner or admin"},
-					&cli.StringFlag{Name: "max-tier", Value: provenance.DefaultMaxTier, Usage: "the most trusted `TIER` its runs may ask for: sandbox, testing, trusted..."},
-					dbFlag,
+					&cli.StringFlag{Name: "max-tier", Value: provenance.DefaultMaxTier, Usage: "the most trusted `TIER` its runs may ask for: sandbox, testing, trusted, or one of --tiers"},
+					tiersFlag(), dbFlag,
 				},
 				Action: tokenCreate,
 			},
@@ -51,6 +51,13 @@ func tokenCreate(c *cli.Context) error {
 	tok, secret, err := provenance.NewToken(name, c.String("role"), c.String("max-tier"))
 	if err != nil {
 		return usageErr("token create: %s", strings.TrimPrefix(err.Error(), "provenance: token: "))
+	}
+	set, err := loadTiers(c) // the service's tiers, as far as this process knows them
+	if err != nil {
+		return err
+	}
+	if _, err := set.Lookup(tok.MaxTier); err != nil {
+		return usageErr("token create: --max-tier: %s", strings.TrimPrefix(err.Error(), "tiers: "))
 	}
 	st, err := openStore(c)
 	if err != nil {
