@@ -125,6 +125,33 @@ print("ok")
 	require.JSONEq(t, `{"n": 7}`, string(b))
 }
 
+// A file keeps its access time apart from its modification time, as Linux
+// does: utime sets each (by path or by descriptor), and a write after it moves
+// only the mtime.
+func TestFilesystemTimes(t *testing.T) {
+	runChecks(t, nil, wasmpy.Job{Code: `
+import os
+open("f", "w").write("x")
+st = os.stat("f")
+assert st.st_atime_ns == st.st_mtime_ns, st
+os.utime("f", ns=(1_000_000_001, 2_000_000_002))
+st = os.stat("f")
+assert (st.st_atime_ns, st.st_mtime_ns) == (1_000_000_001, 2_000_000_002), st
+with open("f", "a") as f:
+    os.utime(f.fileno(), (5, 6))
+    st = os.fstat(f.fileno())
+    assert (st.st_atime, st.st_mtime) == (5, 6), st
+    f.write("y")
+st = os.stat("f")
+assert st.st_atime == 5 and st.st_mtime > 6, st
+os.mkdir("d")
+os.utime("d", (0, 3))
+st = os.stat("d")
+assert (st.st_atime, st.st_mtime) == (0, 3), st
+print("ok")
+`})
+}
+
 // The stable layer reads through open() and os; every change lands in the
 // overlay (a removal or rename as a whiteout) and never on the disk.
 func TestFilesystemStable(t *testing.T) {

@@ -88,6 +88,9 @@ func (t *tree) stat(p string, e entry) wsys.Stat_t {
 		st.Mode, st.Size, st.Mtim = e.fi.Mode()&(fs.ModeDir|fs.ModePerm), e.fi.Size(), e.fi.ModTime().UnixNano()
 	}
 	st.Atim, st.Ctim = st.Mtim, st.Mtim
+	if n := e.node; n != nil && n.ownAtime {
+		st.Atim = n.atime
+	}
 	return st
 }
 
@@ -434,11 +437,7 @@ func (g *guestFS) Chmod(p string, perm fs.FileMode) sys.Errno {
 }
 
 func (g *guestFS) Utimens(p string, atim, mtim int64) sys.Errno {
-	return g.change(p, func(n *node) {
-		if mtim != sys.UTIME_OMIT {
-			n.mtime = mtim
-		}
-	})
+	return g.change(p, func(n *node) { n.setTimes(atim, mtim) })
 }
 
 // change applies fn to the overlay node at p, copying a stable file up.
@@ -711,10 +710,18 @@ func (h *handle) Utimens(atim, mtim int64) sys.Errno {
 	case h.node == nil:
 		return sys.EPERM // a stable file or directory: change it by path
 	}
-	if mtim != sys.UTIME_OMIT {
-		h.node.mtime = mtim
-	}
+	h.node.setTimes(atim, mtim)
 	return 0
+}
+
+// setTimes sets what utime gives; sys.UTIME_OMIT leaves a time as it is.
+func (n *node) setTimes(atim, mtim int64) {
+	if atim != sys.UTIME_OMIT {
+		n.atime, n.ownAtime = atim, true
+	}
+	if mtim != sys.UTIME_OMIT {
+		n.mtime = mtim
+	}
 }
 
 func (h *handle) Close() sys.Errno {

@@ -34,13 +34,17 @@ type tree struct {
 // node is an overlay file or directory. Open handles hold it, so a renamed
 // or removed file stays usable through them, as an inode does.
 type node struct {
-	dir    bool
-	data   []byte
-	mode   fs.FileMode // permission bits
-	mtime  int64
-	ino    uint64
-	opens  int  // handles holding it
-	linked bool // reachable by a path
+	dir   bool
+	data  []byte
+	mode  fs.FileMode // permission bits
+	mtime int64
+	// atime is the access time utime set; until it sets one, a file's
+	// atime reads as its mtime (as relatime leaves it after a read).
+	atime    int64
+	ownAtime bool
+	ino      uint64
+	opens    int  // handles holding it
+	linked   bool // reachable by a path
 }
 
 func (w *Workspace) newTree(name string, root *os.Root) tree {
