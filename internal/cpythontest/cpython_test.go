@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/workspace"
 )
 
 //go:embed driver.py
@@ -54,6 +55,12 @@ var all = []string{
 	"test_asyncio.test_runners", "test_asyncio.test_taskgroups", "test_asyncio.test_tasks",
 	"test_asyncio.test_timeouts", "test_asyncio.test_transports", "test_asyncio.test_waitfor",
 }
+
+// testLimits are the workspace limits the tests need, above the defaults:
+// test_zipfile writes a 19 MB file, and zips all of Lib/test's bytecode
+// (1,054 modules) into /tmp; at a limit the guest sees EIO (WASI has no
+// EFBIG or ENOSPC).
+var testLimits = workspace.Config{MaxFileBytes: 256 << 20, MaxOverlayBytes: 768 << 20, MaxFiles: 10000}
 
 // report is the driver's last line of output.
 type report struct {
@@ -110,7 +117,7 @@ func TestCPython(t *testing.T) {
 		modules = strings.Fields(sel)
 	}
 	expected := parseExpected(t, expectedFailures)
-	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")})
+	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Workspace: testLimits})
 	require.NoError(t, err)
 	defer sb.Close(context.Background())
 	if sb.Interpreter().Kind != "wasmpy" {
