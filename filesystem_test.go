@@ -152,6 +152,27 @@ print("ok")
 `})
 }
 
+// os.set_blocking works on a workspace file (stable or overlay) as on a
+// Linux one: the flag reads back; it changes nothing for a file.
+func TestFilesystemNonblocking(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "in.txt"), []byte("stable"), 0o644))
+	runChecks(t, nil, wasmpy.Job{Workspace: dir, Code: `
+import os
+for name, flags in (("in.txt", os.O_RDONLY), ("new.txt", os.O_RDWR | os.O_CREAT)):
+    fd = os.open(name, flags)
+    assert os.get_blocking(fd), name
+    os.set_blocking(fd, False)
+    assert not os.get_blocking(fd), name
+    os.set_blocking(fd, True)
+    assert os.get_blocking(fd), name
+    os.close(fd)
+fd = os.open("in.txt", os.O_RDONLY | os.O_NONBLOCK)
+assert not os.get_blocking(fd) and os.read(fd, 100) == b"stable"
+print("ok")
+`})
+}
+
 // The stable layer reads through open() and os; every change lands in the
 // overlay (a removal or rename as a whiteout) and never on the disk.
 func TestFilesystemStable(t *testing.T) {

@@ -196,7 +196,8 @@ func (g *guestFS) OpenFile(p string, flag sys.Oflag, perm fs.FileMode) (sys.File
 	if dirOnly || flag&sys.O_DIRECTORY != 0 {
 		return nil, sys.ENOTDIR
 	}
-	h := &handle{w: w, t: t, path: rel, read: flag&sys.O_WRONLY == 0, write: write, appending: flag&sys.O_APPEND != 0}
+	h := &handle{w: w, t: t, path: rel, read: flag&sys.O_WRONLY == 0, write: write,
+		appending: flag&sys.O_APPEND != 0, nonblock: flag&sys.O_NONBLOCK != 0}
 	if !write && !trunc && e.node == nil {
 		if h.f, h.fi, err = t.openStable(rel); err != nil {
 			return nil, errno(err)
@@ -481,6 +482,7 @@ type handle struct {
 
 	dir                    bool
 	read, write, appending bool
+	nonblock               bool // O_NONBLOCK: kept for fcntl, no effect on a file in memory
 	off                    int64
 	ents                   []sys.Dirent // a directory's listing, nil until read
 	pos                    int
@@ -496,6 +498,29 @@ func (h *handle) SetAppend(enable bool) sys.Errno {
 	h.appending = enable
 	return 0
 }
+
+// IsNonblock, SetNonblock and Poll make a handle a sys.PollableFile, so
+// os.set_blocking works on it as on a Linux file: the flag is kept, and a
+// file is always ready.
+func (h *handle) IsNonblock() bool {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	return h.nonblock
+}
+
+func (h *handle) SetNonblock(enable bool) sys.Errno {
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	if h.closed {
+		return sys.EBADF
+	}
+	h.nonblock = enable
+	return 0
+}
+
+func (h *handle) Poll(sys.Pflag, int32) (bool, sys.Errno) { return true, 0 }
+
+var _ sys.PollableFile = (*handle)(nil) // wazero finds it by a type assertion
 
 func (h *handle) Dev() (uint64, sys.Errno) { return 1, 0 }
 
