@@ -313,6 +313,15 @@ for fn in (lambda: os.chmod(src, 0o777), lambda: os.remove(src), lambda: os.mkdi
         assert e.errno in (errno.EROFS, errno.EACCES), e
 assert os.stat(src).st_size == size
 import json  # the stdlib still imports
+# The guard that makes chmod fail here introspects as the builtin it wraps.
+import inspect, posix
+assert (os.chmod.__name__, os.chmod.__module__, os.chmod.__doc__) == ("chmod", "posix", posix.chmod.__doc__)
+assert os.chmod.__text_signature__ == posix.chmod.__text_signature__ != None
+try:
+    inspect.signature(os.chmod)
+    raise AssertionError("a signature that native CPython cannot give")
+except ValueError:
+    pass
 print("ok")
 `})
 }

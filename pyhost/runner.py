@@ -186,7 +186,8 @@ def _guard_chmod():
     fails as Linux would (missing file, read-only mount) and is otherwise a
     no-op, since WASI files carry no permission bits."""
     import errno
-    real_stat = os.stat
+    import functools
+    real_stat, real = os.stat, os.chmod
 
     def chmod(path, mode, *, dir_fd=None, follow_symlinks=True):
         real_stat(path, dir_fd=dir_fd, follow_symlinks=follow_symlinks)
@@ -196,7 +197,10 @@ def _guard_chmod():
                 if full == mount or full.startswith(mount + "/"):
                     raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
 
-    chmod.__doc__ = os.chmod.__doc__
+    # It introspects as the builtin does (inspect.signature follows
+    # __wrapped__), so it reads as os.chmod to help() and inspect.
+    functools.update_wrapper(chmod, real)
+    chmod.__text_signature__ = real.__text_signature__
     os.chmod = chmod
 
 
