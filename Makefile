@@ -1,9 +1,13 @@
 # make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
-#            build when the machine can build it, the npm one always)
+#            build and its sci variant with numpy when the machine can build
+#            them, the npm one always); numpy's source tarball comes from
+#            WASMPY_SOURCES (default ../shared/sources beside the checkout)
 # make test  runs every test against the real interpreter, then a 30s soak
 #            and the cluster test (about a minute)
 # make packages  fetches the Debian packages of assets/build/packages.lock
 #            (sympy, networkx, dateutil...) that the package-set tests build into a set
+# make test-numpy  runs numpy's own test suite in the sandbox (sci interpreter,
+#            pytest from Debian packages) and prints pass/fail counts
 # make test-cpython  runs CPython's regression tests in the sandbox beside a
 #            native run of the same source (make test runs a fast subset)
 # make fuzz  runs every fuzz target (or those matching FUZZ) for FUZZTIME each
@@ -19,11 +23,12 @@
 #            (installed by npm ci from its committed lock file)
 GO ?= go
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
+SCI_DIR = $(shell bin/wasmpy setup --sci-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 
-.PHONY: all wasmpy interpreter packages setup cluster-test test test-python test-cpython test-mcp-ts bench fuzz soak clean
+.PHONY: all wasmpy interpreter packages setup cluster-test test test-python test-cpython test-numpy test-mcp-ts bench fuzz soak clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -34,6 +39,9 @@ wasmpy:
 interpreter: wasmpy
 	@assets/build/build.sh "$(BUILD_DIR)" || { rc=$$?; \
 	  if [ $$rc -eq 3 ]; then echo "make: cannot build the wasmpy interpreter here; using the npm interpreter"; \
+	  else exit $$rc; fi; }
+	@assets/build/build.sh --variant sci "$(SCI_DIR)" || { rc=$$?; \
+	  if [ $$rc -eq 3 ]; then echo "make: cannot build the sci interpreter here; the numpy tests skip"; \
 	  else exit $$rc; fi; }
 	bin/wasmpy setup
 
@@ -76,6 +84,9 @@ test-mcp-ts: wasmpy $(TSCLIENT)/node_modules/.package-lock.json
 
 test-cpython: all
 	WASMPY_CPYTHON=all $(GO) test -count=1 -v -timeout 6h -run '^TestCPython$$' ./internal/cpythontest
+
+test-numpy: all
+	WASMPY_NUMPY_TESTS=$${WASMPY_NUMPY_TESTS:-all} $(GO) test -count=1 -v -timeout 6h -run '^TestNumpySuite$$' ./internal/numpytest
 
 bench: all packages
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./...

@@ -41,7 +41,7 @@ func baselineKinds() []string {
 // to a service do, and find that instance ready.
 func BenchmarkPrint1(b *testing.B) {
 	job := wasmpy.Job{Code: "print(1)"}
-	for _, kind := range append([]string{"wasmpy", "wasmpy-spaced", "npm"}, baselineKinds()...) {
+	for _, kind := range append([]string{"wasmpy", "wasmpy-spaced", "sci", "npm"}, baselineKinds()...) {
 		b.Run(kind, func(b *testing.B) {
 			sb := benchSandbox(b, strings.TrimSuffix(kind, "-spaced"))
 			var times []time.Duration
@@ -94,7 +94,8 @@ func BenchmarkNew(b *testing.B) {
 
 // BenchmarkCLI is `wasmpy exec hello.py` from start to exit, beside
 // `python3 hello.py`: handed to the resident process (started and warmed
-// first), and in-process (WASMPY_RESIDENT=0).
+// first), with the default and the sci (numpy) interpreter, and in-process
+// (WASMPY_RESIDENT=0).
 func BenchmarkCLI(b *testing.B) {
 	bin, err := filepath.Abs("bin/wasmpy")
 	require.NoError(b, err)
@@ -103,8 +104,11 @@ func BenchmarkCLI(b *testing.B) {
 	script := "testdata/scripts/hello.py"
 	out, err := exec.Command(bin, "resident", "start").CombinedOutput()
 	require.NoError(b, err, "%s", out)
-	for _, kind := range append([]string{"wasmpy", "wasmpy-in-process"}, baselineKinds()...) {
+	for _, kind := range append([]string{"wasmpy", "sci", "wasmpy-in-process"}, baselineKinds()...) {
 		args := []string{"exec", script}
+		if kind == "sci" {
+			args = []string{"exec", "--interpreter", "sci", script}
+		}
 		if kind == "baseline" {
 			args = []string{"exec", "--interpreter", os.Getenv("WASMPY_BENCH_BASELINE"), script}
 		}

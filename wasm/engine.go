@@ -112,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Interpreter == nil {
 		return nil, errors.New("wasmpy: no interpreter")
 	}
-	site := siteConfig{fs: cfg.Site, key: cfg.SiteKey, preload: slices.Clone(cfg.Preload)}
+	site := siteConfig{fs: cfg.Site, key: cfg.SiteKey, preload: slices.Concat(cfg.Interpreter.Preload, cfg.Preload)}
 	if err := site.validate(); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,11 @@
 # interpreter.lock, one recipe per input in recipes/. See README.md beside
 # this file.
 #
-#   assets/build/build.sh OUTDIR
+#   assets/build/build.sh [--variant sci] OUTDIR
+#
+# The default variant is CPython and its standard library; "sci" adds numpy
+# (recipes/70-numpy.sh). A recipe that belongs to one variant returns early
+# for the others; its lock entries carry "variant".
 #
 # Exit codes: 0 built (or OUTDIR already verified), 1 build or verification
 # failure (a wrong or missing input among them), 2 usage, 3 toolchain or
@@ -20,6 +24,7 @@
 #                        machine's apt sources)
 #   WASMPY_DEBIAN_SUITE  the suite inputs come from (default: the lock's)
 #   WASMPY_SOURCES       the directory holding inputs that are no Debian package
+#                        (default: ../shared/sources beside the checkout)
 set -euo pipefail
 
 readonly ME=build.sh
@@ -37,10 +42,16 @@ readonly LOCK=$HERE/interpreter.lock
 T0=$SECONDS
 
 usage() {
-	sed -n '3,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '3,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
+VARIANT=default
+if [ "${1:-}" = --variant ]; then
+	case ${2:-} in default | sci) VARIANT=$2 ;; *) echo "build.sh: error: unknown variant '${2:-}' (default, sci)" >&2; exit 2 ;; esac
+	shift 2
+fi
+readonly VARIANT
 if [ $# -ne 1 ] || [ -z "$1" ]; then usage; fi
 case $1 in -h | --help) usage ;; esac
 mkdir -p "$(dirname "$1")"
@@ -63,8 +74,10 @@ fi
 # in order, then links python.wasm (adding LINK_ARGS) and writes
 # python313.zip (adding ZIP_ARGS, arguments of mkstdlib.py).
 RECIPES=()
+LINK_FIRST=() # objects that go before libpython (a replacement config.o)
 LINK_ARGS=()
 ZIP_ARGS=()
+MANIFEST_JQ=. # a jq filter a variant's recipe adds to the manifest
 LOCAL_INPUTS=()
 declare -A LOCAL_SHA
 recipe() { RECIPES+=("$1"); }
@@ -78,6 +91,12 @@ done
 
 # ---------------------------------------------------------------- fast path
 
+# lock_variant_inputs: the lock's inputs of this variant (those with no
+# "variant" are every variant's), sorted.
+lock_variant_inputs() {
+	jq -r --arg v "$VARIANT" '.inputs | to_entries[] | select((.value.variant // $v) == $v) | .key' "$LOCK" | LC_ALL=C sort
+}
+
 # outdir_verified: OUTDIR's files match its manifest, and the manifest was
 # built from the lock's inputs and this checkout's local inputs.
 outdir_verified() {
@@ -87,7 +106,8 @@ outdir_verified() {
 		want=$(jq -r --arg f "$f" '.outputs[$f] // empty' "$m") || return 1
 		[ -n "$want" ] && [ -f "$OUTDIR/$f" ] && [ "$(sha256 "$OUTDIR/$f")" = "$want" ] || return 1
 	done
-	[ "$(jq -r '.inputs | keys | join(" ")' "$LOCK")" = "$(printf '%s\n' "${INPUTS[@]}" | LC_ALL=C sort | paste -sd' ')" ] || return 1
+	[ "$(jq -r '.variant // "default"' "$m")" = "$VARIANT" ] || return 1
+	[ "$(lock_variant_inputs | paste -sd' ')" = "$(printf '%s\n' "${INPUTS[@]}" | LC_ALL=C sort | paste -sd' ')" ] || return 1
 	for name in "${INPUTS[@]}"; do
 		[ "$(jq -r --arg n "$name" '.inputs[$n].sha256' "$LOCK")" = \
 			"$(jq -r --arg n "$name" '.inputs[$n].sha256 // empty' "$m")" ] || return 1
@@ -211,12 +231,13 @@ inputs_json() {
 	} | jq -s 'add'
 }
 jq -n --arg v "$PY_VERSION" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" --arg ex "${EXPORTS[*]}" \
-	--argjson in "$(inputs_json)" '{
+	--arg variant "$VARIANT" --argjson in "$(inputs_json)" '{
 	python_version: $v,
+	variant: $variant,
 	exports: ($ex | split(" ")),
 	outputs: {"python.wasm": $w, "python313.zip": $z},
 	inputs: $in
-}' >"$STAGE/manifest.json"
+} | '"$MANIFEST_JQ" >"$STAGE/manifest.json"
 
 toolchain_json() {
 	local p args=()
@@ -229,8 +250,8 @@ toolchain_json() {
 # Outputs that differ from the lock's are expected only with another
 # toolchain, or another local input; say so, but keep them.
 if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ] && [ -z "$LOCK_STALE" ]; then
-	want_w=$(lockq '.outputs["python.wasm"] // empty')
-	want_z=$(lockq '.outputs["python313.zip"] // empty')
+	want_w=$(lockq --arg v "$VARIANT" '(if $v == "default" then . else .variants[$v] end).outputs["python.wasm"] // empty')
+	want_z=$(lockq --arg v "$VARIANT" '(if $v == "default" then . else .variants[$v] end).outputs["python313.zip"] // empty')
 	if [ "$want_w" != "$WASM_SHA" ] || [ "$want_z" != "$ZIP_SHA" ]; then
 		notice "outputs differ from interpreter.lock's (toolchain $(toolchain_json | jq -c .) vs locked $(lockq -c '.toolchain'), or a local input (${LOCAL_INPUTS[*]}) or a recipe changed); if intended, rerun with WASMPY_UPDATE_LOCK=1"
 	fi
@@ -250,7 +271,14 @@ lock_inputs_json() {
 			--arg s "${IN_SHA[$name]}" '{($n): ({package: $p, type: $t, version: $v, file: $f, sha256: $s} + (. // {} | del(.package, .type, .version, .file, .sha256)))}'
 	done | jq -s 'add'
 }
-if [ "${WASMPY_UPDATE_LOCK:-}" = 1 ]; then
+if [ "${WASMPY_UPDATE_LOCK:-}" = 1 ] && [ "$VARIANT" != default ]; then
+	# A variant rewrites its own inputs (and the shared ones it fetched) and
+	# its outputs under variants; the default's outputs stay.
+	jq --argjson in "$(lock_inputs_json)" --arg var "$VARIANT" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
+		'.inputs += $in | .variants[$var].outputs = {"python.wasm": $w, "python313.zip": $z}' "$LOCK" >"$LOCK.tmp"
+	mv "$LOCK.tmp" "$LOCK"
+	say "wrote $LOCK"
+elif [ "${WASMPY_UPDATE_LOCK:-}" = 1 ]; then
 	jq -n --arg suite "$SUITE" --arg v "$PY_VERSION" --argjson tc "$(toolchain_json)" \
 		--argjson in "$(lock_inputs_json)" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" '{
 		comment: "Inputs of the recipes in assets/build/recipes/, checked by SHA-256 before use. Rewrite with WASMPY_UPDATE_LOCK=1 assets/build/build.sh OUTDIR.",
@@ -260,6 +288,12 @@ if [ "${WASMPY_UPDATE_LOCK:-}" = 1 ]; then
 		toolchain: $tc,
 		outputs: {"python.wasm": $w, "python313.zip": $z}
 	}' >"$LOCK.tmp"
+	# Keep the other variants' inputs and outputs.
+	if [ -f "$LOCK" ]; then
+		jq -s '.[0] as $old | .[1] | .inputs += ($old.inputs | with_entries(select(.value.variant)))
+			| if $old.variants then .variants = $old.variants else . end' "$LOCK" "$LOCK.tmp" >"$LOCK.tmp2"
+		mv "$LOCK.tmp2" "$LOCK.tmp"
+	fi
 	mv "$LOCK.tmp" "$LOCK"
 	say "wrote $LOCK"
 elif [ -n "$LOCK_STALE" ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# debpkgs.sh DIR: bring the Debian packages pinned in packages.lock into DIR,
+# debpkgs.sh DIR [LOCK]: bring the Debian packages pinned in LOCK (default packages.lock) into DIR,
 # each checked against its SHA-256, and unpack each one's Python modules
 # (usr/lib/python3/dist-packages) into DIR/PACKAGE_VERSION/, a directory
 # `wasmpy pkg build` takes as an input. Does nothing for a package already
@@ -12,9 +12,9 @@
 #                                    machine's own Debian source)
 set -euo pipefail
 
-DIR=${1:?usage: debpkgs.sh DIR}
+DIR=${1:?usage: debpkgs.sh DIR [LOCK]}
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOCK=$HERE/packages.lock
+LOCK=${2:-$HERE/packages.lock}
 ME=debpkgs.sh
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"

@@ -201,12 +201,14 @@ fetch() {
 }
 
 # fetch_file NAME FILE VERSION LOCKED-FILE SHA: an input that is no Debian
-# package: taken from $WASMPY_SOURCES, never downloaded.
+# package: taken from $WASMPY_SOURCES (default: ../shared/sources beside the
+# checkout), never downloaded.
 fetch_file() {
-	local name=$1 file=${4:-$2} ver=$3 psha=$5 from dir=${WASMPY_SOURCES:-} sha
+	local name=$1 file=${4:-$2} ver=$3 psha=$5 from dir sha
+	dir=${WASMPY_SOURCES:-$(cd "$HERE/../.." && pwd)/../shared/sources}
 	from=$(lockq --arg n "$name" '.inputs[$n].from // empty')
 	from=${from:-the project that publishes $file}
-	[ -n "$dir" ] || die "$name: no source directory for $file (SHA-256 ${psha:-not pinned}): set WASMPY_SOURCES to the directory that holds it; get it from $from"
+	[ -d "$dir" ] || die "$name: source directory $dir does not exist: it must hold $file (SHA-256 ${psha:-not pinned}); set WASMPY_SOURCES to the directory that holds it; get it from $from"
 	[ -f "$dir/$file" ] || die "$name: $dir/$file is missing (SHA-256 ${psha:-not pinned}); get it from $from"
 	sha=$(sha256 "$dir/$file")
 	if [ "$sha" != "$psha" ]; then

@@ -68,7 +68,7 @@ def main():
     ap.add_argument("--extra", action="append", default=[],
                     help="a generated top-level module to add (e.g. _sysconfigdata)")
     ap.add_argument("--tree", action="append", default=[],
-                    help="a directory whose contents are added as top-level entries (e.g. the tzdata package)")
+                    help="a directory whose contents are added as top-level entries (the tzdata package, numpy)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--stdlib-dir", default="/usr/local/lib/python3.13",
                     help="where the guest sees these files (for co_filename)")

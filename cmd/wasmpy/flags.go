@@ -22,7 +22,7 @@ import (
 // Flags shared by the commands that run code.
 var (
 	interpreterFlag = &cli.StringFlag{Name: "interpreter", EnvVars: []string{"WASMPY_INTERPRETER"},
-		Usage: "interpreter: wasmpy, npm, or the path of a python.wasm (default: the best installed)"}
+		Usage: "interpreter: wasmpy, sci (wasmpy with numpy), npm, or the path of a python.wasm (default: the best installed)"}
 	cacheFlag = &cli.StringFlag{Name: "cache-dir", EnvVars: []string{"WASMPY_CACHE_DIR"},
 		Usage: "where interpreters and compiled code are cached (default: the user cache dir)"}
 	timeoutFlag = &cli.StringFlag{Name: "timeout", Usage: "wall-clock limit, e.g. 500ms, 2s, 1m (default: the tier's)"}

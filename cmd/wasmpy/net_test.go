@@ -67,12 +67,12 @@ func TestNetBuildCLI(t *testing.T) {
 
 	// --out may come first; requirements are written, and noted.
 	dir = t.TempDir()
-	code, _, errOut = wasmpyCLI(t, "", "net", "build", "--out", dir, pnml("needs_numpy.yaml"))
+	code, _, errOut = wasmpyCLI(t, "", "net", "build", "--out", dir, pnml("needs_pandas.yaml"))
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, errOut, "the net requires numpy>=1.26")
+	require.Contains(t, errOut, "the net requires pandas>=2.0")
 	req, err := os.ReadFile(filepath.Join(dir, "requirements.txt"))
 	require.NoError(t, err)
-	require.Equal(t, "numpy>=1.26\n", string(req))
+	require.Equal(t, "pandas>=2.0\n", string(req))
 }
 
 // Bad nets: one line per problem, FILE:LINE: element: message; status 2.
@@ -91,9 +91,9 @@ func TestNetErrorsCLI(t *testing.T) {
 			`wasmpy: bad_inscription.yaml:8: transition "t": the guard does not parse: invalid syntax (line 1 of the guard)`,
 			`wasmpy: bad_inscription.yaml:11: transition "t": the inscription does not parse: invalid syntax (line 2 of the inscription)`,
 		}},
-		{"requirement refused", []string{"net", "run", pnml("needs_numpy.yaml")}, []string{
-			`wasmpy: needs_numpy.yaml:8: transition "fit": requirement "numpy>=1.26": the sandbox mounts no package set, so it has only the standard library`,
-			`wasmpy: needs_numpy.yaml:10: transition "fit": the inscription imports numpy`,
+		{"requirement refused", []string{"net", "run", pnml("needs_pandas.yaml")}, []string{
+			`wasmpy: needs_pandas.yaml:8: transition "fit": requirement "pandas>=2.0": the sandbox mounts no package set, so it has only the standard library`,
+			`wasmpy: needs_pandas.yaml:10: transition "fit": the inscription imports pandas`,
 		}},
 		{"bad YAML", []string{"net", "run", writeScript(t, "y.yaml", "net:\n  id: x\n  places: [\n")}, []string{
 			"wasmpy: y.yaml:3: bad YAML: did not find expected node content",

