@@ -38,9 +38,9 @@ func TestBuildNumpySourceChecked(t *testing.T) {
 	bad := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(bad, "numpy-2.2.4.tar.xz"), []byte("not numpy"), 0o644))
 	for _, tc := range []struct{ name, sources, want string }{
-		{"no directory", filepath.Join(bad, "nowhere"), "source directory " + filepath.Join(bad, "nowhere") + " does not exist: it must hold numpy-2.2.4.tar.xz (sha256 62403b55"},
-		{"no file", t.TempDir(), "numpy-2.2.4.tar.xz is missing (want sha256 62403b55"},
-		{"wrong hash", bad, "numpy-2.2.4.tar.xz has sha256 4699f7896b36cb3f69f319c183bd948bb6debea599652acd3edc897bd2ef0bbb, interpreter.lock pins 62403b55"},
+		{"no directory", filepath.Join(bad, "nowhere"), "numpy: source directory " + filepath.Join(bad, "nowhere") + " does not exist: it must hold numpy-2.2.4.tar.xz (SHA-256 62403b55"},
+		{"no file", t.TempDir(), "numpy-2.2.4.tar.xz is missing (SHA-256 62403b55"},
+		{"wrong hash", bad, "numpy-2.2.4.tar.xz has SHA-256 4699f7896b36cb3f69f319c183bd948bb6debea599652acd3edc897bd2ef0bbb but interpreter.lock pins 62403b55"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
@@ -54,7 +54,7 @@ func TestBuildNumpySourceChecked(t *testing.T) {
 			}
 			require.Equal(t, 1, exit.ExitCode(), "%s", msg)
 			require.Contains(t, string(msg), tc.want)
-			require.Contains(t, string(msg), "git tag v2.2.4 with its submodules")
+			require.Contains(t, string(msg), "from numpy's git tag v2.2.4 with the submodules it pins")
 			require.NoDirExists(t, out)
 		})
 	}

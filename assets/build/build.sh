@@ -186,7 +186,9 @@ SUITE=${SUITE:-trixie}
 readonly SUITE
 
 start=$SECONDS
-for name in "${INPUTS[@]}"; do fetch "$name"; done
+# Files from WASMPY_SOURCES first: a missing one stops the build before any download.
+for name in "${INPUTS[@]}"; do [ "${IN_TYPE[$name]}" != file ] || fetch "$name"; done
+for name in "${INPUTS[@]}"; do [ "${IN_TYPE[$name]}" = file ] || fetch "$name"; done
 printf 'build.sh: %-22s%4ss\n' inputs $((SECONDS - start)) >&2
 
 # ---------------------------------------------------------------- recipes
