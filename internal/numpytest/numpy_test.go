@@ -172,7 +172,9 @@ func pytestSet(t *testing.T) string {
 	cache, err := assets.DefaultCacheDir()
 	require.NoError(t, err)
 	debs := filepath.Join(cache, "numpy-tests", "debs")
-	cmd := exec.Command("../../assets/build/debpkgs.sh", debs, "pytest.lock")
+	lockPath, err := filepath.Abs("pytest.lock")
+	require.NoError(t, err)
+	cmd := exec.Command("../../assets/build/debpkgs.sh", debs, lockPath)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Run(), "fetching pytest.lock's packages: %s", stderr.String())

@@ -206,7 +206,7 @@ numpy_tree() {
 	local site=$NP_STAGE/usr/local/lib/python3.13/site-packages f out=$NP/tree
 	rm -rf "$out" && mkdir -p "$out"
 	(cd "$site" && find numpy -name '*.py' \
-		! -path '*/tests/*' ! -path 'numpy/f2py/*' ! -path 'numpy/_pyinstaller/*' | LC_ALL=C sort) |
+		! -path '*/tests/*' ! -path 'numpy/f2py/*' ! -path 'numpy/_pyinstaller/*' ! -name conftest.py | LC_ALL=C sort) |
 		while read -r f; do
 			mkdir -p "$out/$(dirname "$f")" && cp "$site/$f" "$out/$f"
 		done
