@@ -10,23 +10,53 @@ import (
 	"path/filepath"
 )
 
-// lock pins every input of build/build.sh; its hash names the cache entry,
-// so a changed recipe never reuses an old build.
+// lock pins every input of build/build.sh; a variant's share of it names
+// the variant's cache entry, so a changed recipe never reuses an old build.
 //
 //go:embed build/interpreter.lock
 var lock []byte
 
-// WasmpyDir is where the wasmpy build for the committed lock file lives.
+// WasmpyDir is where the wasmpy build for the committed lock file lives. Its
+// name hashes the lock without the other variants' inputs and outputs, so
+// pinning or rebuilding sci leaves the default's cache entry where it is.
 func WasmpyDir(cache string) string {
-	h := sha256.Sum256(lock)
-	return filepath.Join(cache, "interpreters", "wasmpy-"+hex.EncodeToString(h[:6]))
+	return filepath.Join(cache, "interpreters", "wasmpy-"+lockKey(defaultLock(lock)))
 }
 
 // SciDir is where the sci build (the wasmpy build with numpy) for the
-// committed lock file lives.
+// committed lock file lives; the whole lock names it, since sci is built on
+// every default input.
 func SciDir(cache string) string {
-	h := sha256.Sum256(lock)
-	return filepath.Join(cache, "interpreters", "wasmpy-sci-"+hex.EncodeToString(h[:6]))
+	return filepath.Join(cache, "interpreters", "wasmpy-sci-"+lockKey(lock))
+}
+
+func lockKey(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:6])
+}
+
+// defaultLock is the lock as the default build sees it: without "variants"
+// and the inputs marked with a "variant", compact with sorted keys. The lock
+// is embedded and checked by TestDefaultLock; should it not parse, the whole
+// file is the key.
+func defaultLock(b []byte) []byte {
+	var l map[string]any
+	if json.Unmarshal(b, &l) != nil {
+		return b
+	}
+	delete(l, "variants")
+	if inputs, ok := l["inputs"].(map[string]any); ok {
+		for name, in := range inputs {
+			if e, ok := in.(map[string]any); ok && e["variant"] != nil {
+				delete(inputs, name)
+			}
+		}
+	}
+	out, err := json.Marshal(l)
+	if err != nil {
+		return b
+	}
+	return out
 }
 
 // manifest is what build.sh writes beside its outputs.

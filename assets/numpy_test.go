@@ -1,6 +1,7 @@
 package assets
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,13 +24,44 @@ func TestLoadBuildPreloadAndPackages(t *testing.T) {
 	require.Equal(t, []Package{{Name: "numpy", Version: "2.2.4"}}, interp.Packages)
 }
 
-// sci lives beside the default build under the same lock's key, and its
-// absence says how to make it.
+// sci lives beside the default build, and its absence says how to make it.
 func TestLoadSciNotInstalled(t *testing.T) {
 	cache := t.TempDir()
-	require.Equal(t, strings.Replace(WasmpyDir(cache), "wasmpy-", "wasmpy-sci-", 1), SciDir(cache))
+	require.Equal(t, filepath.Dir(WasmpyDir(cache)), filepath.Dir(SciDir(cache)))
+	require.Regexp(t, `^wasmpy-sci-[0-9a-f]{12}$`, filepath.Base(SciDir(cache)))
 	_, err := Load(Options{Select: Sci, CacheDir: cache})
 	require.ErrorContains(t, err, "the sci interpreter build (with numpy) is not installed in "+SciDir(cache)+": run `make interpreter`")
+}
+
+// The default build's cache key ignores the variants' inputs and outputs
+// (pinning sci does not move the default's cache entry), but not a change of
+// its own inputs or outputs; sci's key is the whole lock.
+func TestDefaultLockKey(t *testing.T) {
+	var l map[string]any
+	require.NoError(t, json.Unmarshal(lock, &l), "interpreter.lock must parse")
+	key := func(edit func(map[string]any)) (string, string) {
+		var c map[string]any
+		require.NoError(t, json.Unmarshal(lock, &c))
+		edit(c)
+		b, err := json.MarshalIndent(c, "", "  ")
+		require.NoError(t, err)
+		return lockKey(defaultLock(b)), lockKey(b)
+	}
+	def, sci := key(func(map[string]any) {})
+	require.Equal(t, lockKey(defaultLock(lock)), def)
+
+	d, s := key(func(c map[string]any) {
+		c["variants"] = map[string]any{"sci": map[string]any{"outputs": map[string]any{"python.wasm": "00"}}}
+		c["inputs"].(map[string]any)["extra"] = map[string]any{"variant": "sci", "sha256": "11"}
+	})
+	require.Equal(t, def, d, "a variant's entries moved the default's key")
+	require.NotEqual(t, sci, s)
+
+	d, s = key(func(c map[string]any) { c["outputs"].(map[string]any)["python.wasm"] = "22" })
+	require.NotEqual(t, def, d)
+	require.NotEqual(t, sci, s)
+	d, _ = key(func(c map[string]any) { c["inputs"].(map[string]any)["zlib"].(map[string]any)["sha256"] = "33" })
+	require.NotEqual(t, def, d)
 }
 
 // The sci build refuses a missing or different numpy tarball before it

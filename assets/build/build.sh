@@ -263,26 +263,30 @@ rm -rf "$OUTDIR"
 mv "$STAGE" "$OUTDIR"
 trap - EXIT
 
-# lock_inputs_json: each input's lock entry, keeping fields the build does
-# not set (a file input's "from").
+# lock_inputs_json NAMES...: each input's lock entry, keeping fields the
+# build does not set (a file input's "from").
 lock_inputs_json() {
 	local name
-	for name in "${INPUTS[@]}"; do
+	for name in "$@"; do
 		lockq --arg n "$name" '.inputs[$n] // {}' | jq --arg n "$name" --arg p "${IN_PKG[$name]}" \
 			--arg t "${IN_TYPE[$name]}" --arg v "${IN_VER[$name]}" --arg f "${IN_FILE[$name]}" \
-			--arg s "${IN_SHA[$name]}" '{($n): ({package: $p, type: $t, version: $v, file: $f, sha256: $s} + (. // {} | del(.package, .type, .version, .file, .sha256)))}'
-	done | jq -s 'add'
+			--arg s "${IN_SHA[$name]}" --arg var "${IN_VARIANT[$name]}" '{($n): ({package: $p, type: $t, version: $v, file: $f, sha256: $s}
+				+ (. // {} | del(.package, .type, .version, .file, .sha256, .variant))
+				+ (if $var == "" then {} else {variant: $var} end))}'
+	done | jq -s 'add // {}'
 }
 if [ "${WASMPY_UPDATE_LOCK:-}" = 1 ] && [ "$VARIANT" != default ]; then
-	# A variant rewrites its own inputs (and the shared ones it fetched) and
-	# its outputs under variants; the default's outputs stay.
-	jq --argjson in "$(lock_inputs_json)" --arg var "$VARIANT" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
+	# A variant rewrites its own inputs and its outputs under variants; the
+	# inputs it shares and the default's outputs stay.
+	own=()
+	for name in "${INPUTS[@]}"; do [ -z "${IN_VARIANT[$name]}" ] || own+=("$name"); done
+	jq --argjson in "$(lock_inputs_json "${own[@]}")" --arg var "$VARIANT" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" \
 		'.inputs += $in | .variants[$var].outputs = {"python.wasm": $w, "python313.zip": $z}' "$LOCK" >"$LOCK.tmp"
 	mv "$LOCK.tmp" "$LOCK"
 	say "wrote $LOCK"
 elif [ "${WASMPY_UPDATE_LOCK:-}" = 1 ]; then
 	jq -n --arg suite "$SUITE" --arg v "$PY_VERSION" --argjson tc "$(toolchain_json)" \
-		--argjson in "$(lock_inputs_json)" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" '{
+		--argjson in "$(lock_inputs_json "${INPUTS[@]}")" --arg w "$WASM_SHA" --arg z "$ZIP_SHA" '{
 		comment: "Inputs of the recipes in assets/build/recipes/, checked by SHA-256 before use. Rewrite with WASMPY_UPDATE_LOCK=1 assets/build/build.sh OUTDIR.",
 		suite: $suite,
 		python_version: $v,

@@ -129,9 +129,15 @@ available_versions() {
 # Debian .deb) or "file" (a tarball in $WASMPY_SOURCES, which the lock entry's
 # "from" says how to get).
 INPUTS=()
-declare -A IN_TYPE IN_PKG IN_VER IN_FILE IN_SHA
+declare -A IN_TYPE IN_PKG IN_VER IN_FILE IN_SHA IN_VARIANT
 LOCK_STALE=
-input() { INPUTS+=("$1"); IN_TYPE[$1]=$2; IN_PKG[$1]=$3; }
+# input NAME TYPE PACKAGE [VARIANT]: VARIANT marks an input of one variant's
+# recipe (its lock entry says so).
+input() { INPUTS+=("$1"); IN_TYPE[$1]=$2; IN_PKG[$1]=$3; IN_VARIANT[$1]=${4:-}; }
+# updating NAME: WASMPY_UPDATE_LOCK=1 re-pins NAME: any input when the default
+# build runs, only its own when a variant's does (the inputs it shares stay
+# as the default's build pinned them, which its outputs were made from).
+updating() { [ "${WASMPY_UPDATE_LOCK:-}" = 1 ] && { [ "${VARIANT:-default}" = default ] || [ -n "${IN_VARIANT[$1]}" ]; }; }
 
 lockq() { if [ -f "$LOCK" ]; then jq -r "$@" "$LOCK"; fi; }
 
@@ -148,7 +154,7 @@ fetch() {
 	pver=$(lockq --arg n "$name" '.inputs[$n].version // empty')
 	pfile=$(lockq --arg n "$name" '.inputs[$n].file // empty')
 	psha=$(lockq --arg n "$name" '.inputs[$n].sha256 // empty')
-	if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ] && [ -n "$psha" ] && [ -f "$DL/$pfile" ] &&
+	if ! updating "$name" && [ -n "$psha" ] && [ -f "$DL/$pfile" ] &&
 		[ "$(sha256 "$DL/$pfile")" = "$psha" ]; then
 		IN_VER[$name]=$pver IN_FILE[$name]=$pfile IN_SHA[$name]=$psha
 		return 0
@@ -160,11 +166,11 @@ fetch() {
 	apt_private "$WORK/apt" "deb deb-src" "$SUITE"
 	mapfile -t vers < <(available_versions "$type" "$pkg")
 	[ "${#vers[@]}" -gt 0 ] || unavailable "$pkg is not in $SUITE on the mirror"
-	if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ] && [ -n "$pver" ] && printf '%s\n' "${vers[@]}" | grep -qxF -- "$pver"; then
+	if ! updating "$name" && [ -n "$pver" ] && printf '%s\n' "${vers[@]}" | grep -qxF -- "$pver"; then
 		ver=$pver
 	else
 		ver=$(newest "${vers[@]}")
-		if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ]; then
+		if ! updating "$name"; then
 			notice "$pkg ${pver:-(not pinned)} is no longer on the mirror; using the newest, $ver. Run WASMPY_UPDATE_LOCK=1 $0 OUTDIR to record it in the lock."
 		fi
 	fi
@@ -191,7 +197,7 @@ fetch() {
 	fi
 	if [ "$file" != "$pfile" ] || [ "$sha" != "$psha" ]; then
 		LOCK_STALE=1
-		[ "${WASMPY_UPDATE_LOCK:-}" = 1 ] || notice "$name: $file ($sha) is not the locked input"
+		updating "$name" || notice "$name: $file ($sha) is not the locked input"
 	elif [ "$ver" != "$pver" ]; then
 		LOCK_STALE=1 # same upstream file under a new Debian revision
 	fi
@@ -212,7 +218,7 @@ fetch_file() {
 	[ -f "$dir/$file" ] || die "$name: $dir/$file is missing (SHA-256 ${psha:-not pinned}); get it from $from"
 	sha=$(sha256 "$dir/$file")
 	if [ "$sha" != "$psha" ]; then
-		[ "${WASMPY_UPDATE_LOCK:-}" = 1 ] || bad_input "$name" "$dir/$file" "$from" "$sha" "$psha"
+		updating "$name" || bad_input "$name" "$dir/$file" "$from" "$sha" "$psha"
 		LOCK_STALE=1
 	fi
 	cp "$dir/$file" "$DL/$file.tmp" && mv -f "$DL/$file.tmp" "$DL/$file"

@@ -11,8 +11,8 @@
 
 [ "$VARIANT" = sci ] || return 0
 
-input numpy file numpy-2.2.4.tar.xz
-input cython3 binary cython3
+input numpy file numpy-2.2.4.tar.xz sci
+input cython3 binary cython3 sci
 recipe numpy
 
 readonly NUMPY_DIR=$HERE/numpy
