@@ -254,7 +254,9 @@ toolchain_json() {
 if [ "${WASMPY_UPDATE_LOCK:-}" != 1 ] && [ -z "$LOCK_STALE" ]; then
 	want_w=$(lockq --arg v "$VARIANT" '(if $v == "default" then . else .variants[$v] end).outputs["python.wasm"] // empty')
 	want_z=$(lockq --arg v "$VARIANT" '(if $v == "default" then . else .variants[$v] end).outputs["python313.zip"] // empty')
-	if [ "$want_w" != "$WASM_SHA" ] || [ "$want_z" != "$ZIP_SHA" ]; then
+	if [ -z "$want_w" ] || [ -z "$want_z" ]; then
+		notice "interpreter.lock records no outputs for the $VARIANT variant; run WASMPY_UPDATE_LOCK=1 $0 --variant $VARIANT OUTDIR to record them"
+	elif [ "$want_w" != "$WASM_SHA" ] || [ "$want_z" != "$ZIP_SHA" ]; then
 		notice "outputs differ from interpreter.lock's (toolchain $(toolchain_json | jq -c .) vs locked $(lockq -c '.toolchain'), or a local input (${LOCAL_INPUTS[*]}) or a recipe changed); if intended, rerun with WASMPY_UPDATE_LOCK=1"
 	fi
 fi
