@@ -64,9 +64,10 @@ func TestBuildRefusesBadInput(t *testing.T) {
 
 	t.Run("no source directory", func(t *testing.T) {
 		// Without WASMPY_SOURCES, ../shared/sources beside the checkout (build/
-		// stands for assets/build/, so dir's parent for the checkout).
+		// stands for assets/build/, so dir's parent for the checkout, which
+		// is no git worktree).
 		require.Equal(t, 1, rc, msg)
-		require.Contains(t, msg, "build.sh: error: probe: source directory "+filepath.Dir(dir)+"/../shared/sources"+
+		require.Contains(t, msg, "build.sh: error: probe: source directory "+filepath.Join(filepath.Dir(filepath.Dir(dir)), "shared", "sources")+
 			" does not exist: it must hold probe-1.0.tar.xz (SHA-256 "+want+
 			"); set WASMPY_SOURCES to the directory that holds it; get it from the probe's release page\n")
 		noOutput()

@@ -20,11 +20,13 @@
 #   WASMPY_BUILD_DIR     work dir (default ${XDG_CACHE_HOME:-$HOME/.cache}/wasmpy/build)
 #   WASMPY_BUILD_JOBS    parallel make jobs (default: nproc)
 #   WASMPY_UPDATE_LOCK=1 take the newest packages and rewrite interpreter.lock
+#                        (with --variant, only that variant's inputs and outputs)
 #   WASMPY_DEBIAN_MIRROR the Debian mirror URI (default: read from this
 #                        machine's apt sources)
 #   WASMPY_DEBIAN_SUITE  the suite inputs come from (default: the lock's)
 #   WASMPY_SOURCES       the directory holding inputs that are no Debian package
-#                        (default: ../shared/sources beside the checkout)
+#                        (default: ../shared/sources beside the checkout, the
+#                        main one for a git worktree)
 set -euo pipefail
 
 readonly ME=build.sh
@@ -42,7 +44,7 @@ readonly LOCK=$HERE/interpreter.lock
 T0=$SECONDS
 
 usage() {
-	sed -n '3,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '3,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 

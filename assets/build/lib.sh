@@ -206,12 +206,27 @@ fetch() {
 	IN_VER[$name]=$ver IN_FILE[$name]=$file IN_SHA[$name]=$sha
 }
 
+# sources_dir: where inputs of type "file" come from: $WASMPY_SOURCES, else
+# ../shared/sources beside the checkout (the main checkout, for a git
+# worktree, so every worktree of one repository finds the same directory).
+sources_dir() {
+	local root common
+	if [ -n "${WASMPY_SOURCES:-}" ]; then
+		printf '%s\n' "$WASMPY_SOURCES"
+		return
+	fi
+	root=$(cd "$HERE/../.." && pwd)
+	if common=$(git -C "$root" rev-parse --path-format=absolute --git-common-dir 2>/dev/null); then
+		root=$(dirname "$common")
+	fi
+	printf '%s/shared/sources\n' "$(dirname "$root")"
+}
+
 # fetch_file NAME FILE VERSION LOCKED-FILE SHA: an input that is no Debian
-# package: taken from $WASMPY_SOURCES (default: ../shared/sources beside the
-# checkout), never downloaded.
+# package: taken from sources_dir, never downloaded.
 fetch_file() {
 	local name=$1 file=${4:-$2} ver=$3 psha=$5 from dir sha
-	dir=${WASMPY_SOURCES:-$(cd "$HERE/../.." && pwd)/../shared/sources}
+	dir=$(sources_dir)
 	from=$(lockq --arg n "$name" '.inputs[$n].from // empty')
 	from=${from:-the project that publishes $file}
 	[ -d "$dir" ] || die "$name: source directory $dir does not exist: it must hold $file (SHA-256 ${psha:-not pinned}); set WASMPY_SOURCES to the directory that holds it; get it from $from"

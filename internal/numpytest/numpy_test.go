@@ -142,11 +142,7 @@ func sourceTree(t *testing.T) string {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &lock))
 	in := lock.Inputs["numpy"]
-	srcDir := os.Getenv("WASMPY_SOURCES")
-	if srcDir == "" {
-		srcDir = "../../../shared/sources"
-	}
-	tarball := filepath.Join(srcDir, in.File)
+	tarball := filepath.Join(sourcesDir(t), in.File)
 	data, err := os.ReadFile(tarball)
 	require.NoError(t, err, "numpy's source tarball (WASMPY_SOURCES)")
 	sum := sha256.Sum256(data)
@@ -165,6 +161,21 @@ func sourceTree(t *testing.T) string {
 	require.NoError(t, os.RemoveAll(dir))
 	require.NoError(t, os.Rename(tmp, dir))
 	return dir
+}
+
+// sourcesDir is where build.sh takes numpy's tarball from: WASMPY_SOURCES,
+// else ../shared/sources beside the checkout (the main one, for a git
+// worktree).
+func sourcesDir(t *testing.T) string {
+	if dir := os.Getenv("WASMPY_SOURCES"); dir != "" {
+		return dir
+	}
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	if out, err := exec.Command("git", "-C", root, "rev-parse", "--path-format=absolute", "--git-common-dir").Output(); err == nil {
+		root = filepath.Dir(strings.TrimSpace(string(out)))
+	}
+	return filepath.Join(filepath.Dir(root), "shared", "sources")
 }
 
 // pytestSet fetches pytest.lock's packages and builds them into a set.
