@@ -110,7 +110,7 @@ func Load(opts Options) (*Interpreter, error) {
 		}
 		return interp, err
 	case Sci:
-		interp, err := loadBuild(SciDir(cache))
+		interp, err := loadBuild(SciDir(cache), stamps)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("wasmpy: the sci interpreter build (with numpy) is not installed in %s: run `make interpreter`", SciDir(cache))
 		}
