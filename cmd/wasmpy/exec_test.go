@@ -186,18 +186,6 @@ func TestCorruptInterpreterCLI(t *testing.T) {
 	require.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %q", errOut)
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]uint64{"64MiB": 64 << 20, "1GiB": 1 << 30, "512K": 512 << 10, "1000B": 1000, "0": 0, "2MB": 2e6, "3 KiB": 3 << 10} {
-		got, err := parseSize(in)
-		require.NoError(t, err, in)
-		require.Equal(t, want, got, in)
-	}
-	for _, in := range []string{"", "MiB", "-1", "1.5GiB", "1TiB", "99999999999999999999", "64", "1000"} {
-		_, err := parseSize(in)
-		require.Error(t, err, in)
-	}
-}
-
 func TestExecFuel(t *testing.T) {
 	code, _, errOut := wasmpyCLI(t, "", "exec", "--fuel", "1000000", "-c", "while True: pass")
 	require.Equal(t, 123, code)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/internal/units"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
@@ -162,7 +163,7 @@ func limits(c *cli.Context) (wasmpy.Limits, error) {
 		l.Timeout = d
 	}
 	if c.IsSet("memory") {
-		if l.Memory, err = parseSize(c.String("memory")); err != nil || l.Memory == 0 {
+		if l.Memory, err = units.ParseSizeWithUnit(c.String("memory")); err != nil || l.Memory == 0 {
 			why := "want a positive size"
 			if err != nil {
 				why = err.Error() + ": want a size"
@@ -174,7 +175,7 @@ func limits(c *cli.Context) (wasmpy.Limits, error) {
 		}
 	}
 	if c.IsSet("output-limit") {
-		out, err := parseSize(c.String("output-limit"))
+		out, err := units.ParseSizeWithUnit(c.String("output-limit"))
 		if err != nil || out > 1<<30 {
 			return l, usageErr("--output-limit %q: want a size up to 1GiB such as 64KiB, or 0 for no limit", c.String("output-limit"))
 		}
@@ -189,42 +190,6 @@ func limits(c *cli.Context) (wasmpy.Limits, error) {
 		}
 	}
 	return l, nil
-}
-
-// parseSize reads "64MiB", "1GiB", "512K", "100B": binary units, plus the
-// decimal kB/MB/GB. A number needs its unit ("64" might mean bytes or
-// MiB), except 0.
-func parseSize(s string) (uint64, error) {
-	units := []struct {
-		suffix string
-		mult   uint64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
-		{"kB", 1000}, {"KB", 1000}, {"MB", 1000 * 1000}, {"GB", 1000 * 1000 * 1000},
-		{"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
-	}
-	s = strings.TrimSpace(s)
-	mult := uint64(0)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad size")
-	}
-	if mult == 0 {
-		if n != 0 {
-			return 0, fmt.Errorf("size without a unit")
-		}
-		mult = 1
-	}
-	if n > (1<<63)/mult {
-		return 0, fmt.Errorf("size too large")
-	}
-	return n * mult, nil
 }
 
 // newSandbox opens a sandbox with the interpreter and cache flags.

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/internal/units"
 	"github.com/wasmpy/wasmpy/mcpserver"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
@@ -69,7 +70,7 @@ func serveAction(c *cli.Context) error {
 	default:
 		return usageErr("--log-format %q: want json or text", f)
 	}
-	maxBody, err := parseSize(c.String("max-body"))
+	maxBody, err := units.ParseSizeWithUnit(c.String("max-body"))
 	if err != nil || maxBody == 0 || maxBody > 1<<30 {
 		return usageErr("--max-body %q: want a size from 1B to 1GiB, such as 1MiB", c.String("max-body"))
 	}
