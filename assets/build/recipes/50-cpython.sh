@@ -32,7 +32,14 @@ patches_sha() {
 		sha256 "$p"
 	done | sha256sum | cut -d' ' -f1
 }
+# Profile-guided optimisation: clang's front-end profile of a native build of
+# this source (and patches) running pyperformance benchmarks (pgo/README.md
+# says how it was taken, and pgo/make-profile.sh takes it again). It is kept in
+# the repository because training counts vary a little from run to run, and
+# the build must not.
+readonly PGO_PROFILE=$HERE/pgo/cpython.proftext.xz
 local_input wasmpymodule.c "$(sha256 "$MODULE_C")"
+local_input pgo/cpython.proftext.xz "$(sha256 "$PGO_PROFILE")"
 local_input mkstdlib.py "$(sha256 "$MKSTDLIB")"
 local_input patches "$(patches_sha)"
 
@@ -77,6 +84,14 @@ cpython() {
 		stamp_set native "$k_native"
 	fi
 
+	PROFDATA=$WORK/pgo/cpython.profdata
+	local k_pgo
+	k_pgo=$(key "$(sha256 "$PGO_PROFILE")")
+	if ! stamp_ok pgo "$k_pgo"; then
+		step pgo-profile pgo_profile
+		stamp_set pgo "$k_pgo"
+	fi
+
 	CROSS_ENV=(
 		"CONFIG_SITE=$S/Tools/wasm/config.site-wasm32-wasi"
 		"CC=$WCC" "CPP=$WCC -E" "LDSHARED=$LLVM/wasm-ld" "AR=$LLVM/llvm-ar" "RANLIB=$LLVM/llvm-ranlib"
@@ -87,10 +102,14 @@ cpython() {
 	# -mbulk-memory: memcpy/memset of unknown size become memory.copy/fill, which
 	# wazero runs as one native memmove, instead of calls to wasi-libc's byte
 	# loops (the module already needed the feature: wasi-libc uses it).
+	# -fprofile-instr-use: the profile steers inlining and block layout; the
+	# few functions whose source differs between x86-64 and wasm32 (#if on the
+	# platform) are compiled as without it, quietly.
 	CROSS_ARGS=(--host=wasm32-wasip1 --with-build-python="$BUILD_PY" --prefix=/usr/local
 		--disable-test-modules --with-ensurepip=no
-		"OPT=-DNDEBUG -O2 -Wall -mbulk-memory" "CFLAGS=$PREFIX_MAP")
-	k_cross=$(key "$SYSROOT_KEY" "$k_native" "${CROSS_ENV[@]}" "${CROSS_ARGS[@]}" relative-srcdir)
+		"OPT=-DNDEBUG -O2 -Wall -mbulk-memory -fprofile-instr-use=$PROFDATA -Wno-profile-instr-unprofiled -Wno-profile-instr-out-of-date"
+		"CFLAGS=$PREFIX_MAP")
+	k_cross=$(key "$SYSROOT_KEY" "$k_native" "$k_pgo" "${CROSS_ENV[@]}" "${CROSS_ARGS[@]}" relative-srcdir)
 	# The module source lives in the source tree (makesetup looks there); copy it
 	# only when it changed, so make rebuilds only then.
 	cmp -s "$MODULE_C" "$S/Modules/wasmpymodule.c" || cp "$MODULE_C" "$S/Modules/wasmpymodule.c"
@@ -131,6 +150,14 @@ patch_python() {
 		patch -d "$S" -p1 --forward --fuzz=0 --no-backup-if-mismatch <"$p"
 		cp "$p" "$S/.wasmpy-patches/"
 	done
+}
+
+# pgo_profile: the kept profile, indexed for clang.
+pgo_profile() {
+	mkdir -p "$WORK/pgo"
+	xz -dc "$PGO_PROFILE" >"$WORK/pgo/cpython.proftext"
+	"$LLVM/llvm-profdata" merge -o "$PROFDATA" "$WORK/pgo/cpython.proftext"
+	rm "$WORK/pgo/cpython.proftext"
 }
 
 configure_native() {
