@@ -41,12 +41,13 @@ func TestTiersBind(t *testing.T) {
 	sandbox, testing_, trusted := lookup(t, set, tiers.Sandbox), lookup(t, set, tiers.Testing), lookup(t, set, tiers.Trusted)
 	all := wasmpy.Builtins()
 
-	// Fuel: about 420 units an iteration, so 3 million iterations are
-	// 1.26e9, past sandbox's 1e9; trusted is unmetered. (A long timeout
-	// keeps the machine's speed out of it.)
+	// Fuel: a loop without end spends sandbox's 1e9 units, whatever an
+	// iteration costs in this build; trusted is unmetered and finishes a
+	// long one. (A long timeout keeps the machine's speed out of it.)
+	forever := wasmpy.Job{Code: "s = 0\nwhile True: s += 1", Grants: all, Limits: wasmpy.Limits{Timeout: 10 * time.Minute}}
 	spin := wasmpy.Job{Code: "s = 0\nfor i in range(3_000_000): s += i\nsubmit_result(s)", Grants: all,
 		Limits: wasmpy.Limits{Timeout: 10 * time.Minute}}
-	res, err := sb.Run(ctx, sandbox.Apply(spin))
+	res, err := sb.Run(ctx, sandbox.Apply(forever))
 	require.NoError(t, err)
 	require.NotNil(t, res.Error)
 	require.Equal(t, wasmpy.KindFuel, res.Error.Kind, "sandbox's fuel runs out")

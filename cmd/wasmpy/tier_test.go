@@ -60,7 +60,8 @@ func TestExecTier(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	require.Equal(t, "trusted", res["tier"])
 
-	code, out, _ = wasmpyCLI(t, "", "exec", "--json", "--record", "--db", db, "--tier", "sandbox", "--timeout", "10m", "-c", spin)
+	// A loop without end spends sandbox's fuel, whatever an iteration costs.
+	code, out, _ = wasmpyCLI(t, "", "exec", "--json", "--record", "--db", db, "--tier", "sandbox", "--timeout", "10m", "-c", "s = 0\nwhile True: s += 1")
 	require.Equal(t, 123, code, "out of fuel")
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	require.Equal(t, "sandbox", res["tier"])
