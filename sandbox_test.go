@@ -18,26 +18,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/sandboxtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/scripts")
 
 // The tests run against the interpreter `make` installed (WASMPY_INTERPRETER
 // overrides it); one sandbox serves them all, as it would a real program.
-var (
-	sandboxOnce sync.Once
-	sandbox     *wasmpy.Sandbox
-	sandboxErr  error
-)
-
-func testSandbox(t testing.TB) *wasmpy.Sandbox {
-	t.Helper()
-	sandboxOnce.Do(func() {
-		sandbox, sandboxErr = wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")})
-	})
-	require.NoError(t, sandboxErr, "run `make` first to install the interpreter")
-	return sandbox
-}
+func testSandbox(t testing.TB) *wasmpy.Sandbox { return sandboxtest.Shared(t) }
 
 func run(t testing.TB, job wasmpy.Job) *wasmpy.Result {
 	t.Helper()

@@ -1,29 +1,12 @@
 package petrinet
 
 import (
-	"context"
-	"os"
-	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/sandboxtest"
 )
 
 // The tests run against the best installed interpreter (WASMPY_INTERPRETER
 // overrides it), as the root package's do; one sandbox serves them all.
-var (
-	sandboxOnce sync.Once
-	sandbox     *wasmpy.Sandbox
-	sandboxErr  error
-)
-
-func testSandbox(t testing.TB) *wasmpy.Sandbox {
-	t.Helper()
-	sandboxOnce.Do(func() {
-		sandbox, sandboxErr = wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")})
-	})
-	require.NoError(t, sandboxErr, "run `make` first to install the interpreter")
-	return sandbox
-}
+func testSandbox(t testing.TB) *wasmpy.Sandbox { return sandboxtest.Shared(t) }
