@@ -65,7 +65,7 @@ func execFlags() []cli.Flag {
 		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in the tier allows), none, or names such as read_file,submit_result"},
 		interpreterFlag, cacheFlag,
 		&cli.BoolFlag{Name: "resident", Value: true, EnvVars: []string{"WASMPY_RESIDENT"},
-			Usage: "hand the run to your resident wasmpy process, starting one if none runs (see `wasmpy resident`); --resident=false or WASMPY_RESIDENT=0 runs it in this process"},
+			Usage: "hand the run to your resident wasmpy process, starting one if none runs (see wasmpy help resident); --resident=false or WASMPY_RESIDENT=0 runs it in this process"},
 	}
 }
 
