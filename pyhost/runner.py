@@ -177,6 +177,58 @@ def init(wasmpy_source):
     _guard_chmod()
 
 
+class _Hidden:
+    """Packages imported before the snapshot but kept out of sys.modules
+    until the user's code imports them, which then costs nothing: the
+    package comes back whole, the same module objects.
+
+    Some code asks sys.modules whether a package is in use: logging does
+    for asyncio, and when it is there, every record calls
+    asyncio.current_task(), which raises and catches a RuntimeError outside
+    an event loop. A fresh python3 has no asyncio there, nor should a run
+    that did not import it. The finder leaves sys.meta_path once nothing
+    is hidden."""
+
+    def __init__(self):
+        self.modules = {}  # name: (module, its own spec), every hidden package's modules
+
+    @staticmethod
+    def _package(name):
+        top = name.partition(".")[0]
+        return lambda n: n == top or n.startswith(top + ".")
+
+    def hide(self, name):
+        mine = self._package(name)
+        for n in [n for n in sys.modules if mine(n)]:
+            module = sys.modules.pop(n)
+            self.modules[n] = (module, getattr(module, "__spec__", None))
+        if self.modules and self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.modules:
+            return None
+        from importlib.machinery import ModuleSpec
+        return ModuleSpec(name, self, is_package=hasattr(self.modules[name][0], "__path__"))
+
+    def create_module(self, spec):
+        return self.modules[spec.name][0]
+
+    def exec_module(self, module):
+        # The import machinery gave the module this finder's spec: it gets
+        # its own back, and its package's other modules return with it.
+        module.__spec__ = self.modules.pop(module.__name__)[1]
+        mine = self._package(module.__name__)
+        for n in [n for n in self.modules if mine(n)]:
+            sys.modules.setdefault(n, self.modules.pop(n)[0])
+        if not self.modules and self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+
+_hidden = _Hidden()
+hide = _hidden.hide
+
+
 # The read-only mounts: a change there fails with EROFS, as on Linux.
 _READ_ONLY = ("/usr/local/lib", "/app")
 

@@ -18,6 +18,9 @@ import (
 // random is reseeded by every run; nothing here keeps a file open.
 const preload = "import os, json, re, math, collections, itertools, functools, datetime, " +
 	"decimal, fractions, statistics, string, hashlib, base64, random, traceback, types, dataclasses, typing, asyncio\n" +
+	// Out of sys.modules until imported, as in python3: logging raises and
+	// catches an exception per record when it finds asyncio there.
+	"__import__('_wasmpy_runner').hide('asyncio')\n" +
 	"os.environ.clear()\n" +
 	// Objects of the image stay out of the collector's sight, so a run's
 	// collections neither walk nor touch (copy) the image's pages.
