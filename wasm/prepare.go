@@ -13,7 +13,7 @@ import (
 )
 
 // prepareVersion changes whenever prepare would make different bytes.
-const prepareVersion = "2"
+const prepareVersion = "3"
 
 // prepare returns the module to compile: the interpreter without its active
 // data segments when runs start from a snapshot, and instrumented for fuel

@@ -17,8 +17,10 @@
 //	used := budget - left
 //
 // An instance that ran out of fuel stopped at an arbitrary point: discard it.
-// Because the counter starts at zero, a module with a start section traps
-// while being instantiated; clang's WASI commands and reactors have none.
+// Because the counter starts at zero, a module whose start function calls or
+// loops traps while being instantiated; clang's WASI commands and reactors
+// have none. A call may also return with the counter a little below zero,
+// its work done (see Checks): that is exhaustion too, for whatever runs next.
 //
 // # Refuelling
 //
@@ -72,6 +74,16 @@
 // stack, and exhausting fuel bounds the execution. Time spent in host
 // functions, and the size of bulk memory and table operations (memory.copy,
 // memory.fill, table.grow, ...), cost nothing beyond their one unit.
+//
+// # Checks
+//
+// A charge checks the counter (and traps or refuels below zero), except at
+// the entry of a function that calls nothing: such a function runs at most
+// its body (its loops check on their own) and returns, and the caller's next
+// check sees the debt. Execution between two checks stays bounded, and the
+// fuel counted is the same; the check's call would have made every such
+// function a caller, which costs wazero's compiled code a frame and spills
+// (2.4% of the machine instructions of a logging benchmark).
 //
 // # What Instrument accepts
 //

@@ -181,7 +181,7 @@ func TestOutOfFuel(t *testing.T) {
 		{"spin", nil, 1000, -1},               // 1 per iteration: the 1001st charge traps
 		{"count", []uint64{1 << 30}, 100, -5}, // 7 per iteration: 100 - 15*7
 		{"fib", []uint64{40}, 12345, -3},      // 4 per call: 12345 - 3087*4
-		{"straight", nil, 2, -1},              // fewer than the 3 one call needs
+		{"call", nil, 4, -1},                  // fewer than the 5 its entry needs
 	}
 	for _, tc := range tests {
 		for _, interp := range []bool{false, true} {
@@ -205,13 +205,30 @@ func TestOutOfFuel(t *testing.T) {
 		require.Zero(t, in.left())
 	})
 
+	// A function that calls nothing is charged at its entry, not checked:
+	// it runs its body, and the debt shows at the caller's next check, or
+	// in the counter when the call returns.
+	t.Run("no check where nothing is called", func(t *testing.T) {
+		in := newInstance(t, wasm, false)
+		in.fuel(2)
+		res, err := in.call("straight")
+		require.NoError(t, err)
+		require.Equal(t, []uint64{3}, res)
+		require.Equal(t, int64(-1), in.left())
+		in.fuel(5) // the entry of call, then add (3) in debt
+		res, err = in.call("call")
+		require.NoError(t, err)
+		require.Equal(t, []uint64{6}, res)
+		require.Equal(t, int64(-3), in.left())
+	})
+
 	t.Run("start section traps", func(t *testing.T) {
 		// The counter is 0 until the host sets it, so a start function, run
-		// by instantiation, has no fuel.
+		// by instantiation, has no fuel (checked: it calls).
 		m := module(section(secType, vec(funcType(nil, nil))),
-			section(secFunction, vec([]byte{0})),
+			section(secFunction, vec([]byte{0}, []byte{0})),
 			section(8, u32(0)), // start: function 0
-			section(secCode, vec(body(nil, 0x0b))))
+			section(secCode, vec(body(nil, 0x10, 0x01, 0x0b), body(nil, 0x0b))))
 		ctx := context.Background()
 		rt := wazero.NewRuntime(ctx)
 		defer rt.Close(ctx)
@@ -224,7 +241,7 @@ func TestOutOfFuel(t *testing.T) {
 	t.Run("starts empty", func(t *testing.T) {
 		in := newInstance(t, wasm, false)
 		require.Zero(t, in.left())
-		_, err := in.call("empty")
+		_, err := in.call("call")
 		require.Error(t, err)
 	})
 }
