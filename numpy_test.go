@@ -168,6 +168,42 @@ print(round(float(np.linalg.inv(a).sum()), 6), round(float(np.abs(np.fft.fft(a[0
 	require.Equal(t, []string{out[0], out[0], out[0]}, out)
 }
 
+// The sci build's wasm SIMD kernels (elementwise float arithmetic, sum,
+// matmul; assets/build/numpy/) give the bits numpy's scalar loops give, for
+// every size and layout testdata/numpy_kernels.py tries.
+func TestNumpyKernels(t *testing.T) {
+	code, err := os.ReadFile("testdata/numpy_kernels.py")
+	require.NoError(t, err)
+	res := runNumpy(t, wasmpy.Job{Code: string(code), Limits: wasmpy.Limits{Memory: 256 << 20, Timeout: 5 * time.Minute}})
+	require.Nil(t, res.Error, res.Stderr)
+	require.Equal(t, "ok 1622\n", res.Stdout)
+}
+
+// The kernels are what runs: each operation's fuel per element (fuel is
+// deterministic) is well below what numpy's scalar loops spend, which was
+// 21.1 for a*b+1 (two ops), 8.9 for sum and 19.7 per multiply-add of matmul.
+func TestNumpyKernelFuel(t *testing.T) {
+	setup := "import numpy as np\nrng = np.random.default_rng(0)\na, b = rng.random(10**5), rng.random(10**5)\nm, m2 = rng.random((60, 60)), rng.random((60, 60))\n"
+	fuel := func(code string) float64 {
+		res := runNumpy(t, wasmpy.Job{Code: setup + code, Limits: wasmpy.Limits{Fuel: 1 << 40}})
+		require.Nil(t, res.Error, res.Stderr)
+		return float64(res.FuelUsed)
+	}
+	base := fuel("")
+	for _, tc := range []struct {
+		name, code    string
+		elements, max float64
+	}{
+		{"a*b+1", "for _ in range(10): a * b + 1.0", 10 * 2e5, 14},
+		{"sum", "for _ in range(10): a.sum()", 10 * 1e5, 6},
+		{"matmul", "for _ in range(10): m @ m2", 10 * 60 * 60 * 60, 10},
+	} {
+		per := (fuel(tc.code) - base) / tc.elements
+		t.Logf("%s: %.2f fuel per element", tc.name, per)
+		require.Less(t, per, tc.max, tc.name)
+	}
+}
+
 // What numpy cannot do on wasm32-wasi, as the README documents.
 func TestNumpyDifferences(t *testing.T) {
 	t.Run("seterr cannot trap floating-point errors", func(t *testing.T) {

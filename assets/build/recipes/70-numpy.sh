@@ -16,7 +16,10 @@ input cython3 binary cython3 sci
 recipe numpy
 
 readonly NUMPY_DIR=$HERE/numpy
-readonly NUMPY_PATCH=$NUMPY_DIR/numpy-2.2.4-wasi.patch
+# Our changes to numpy's source, applied in name order: the port
+# (numpy-2.2.4-wasi.patch), then the wasm SIMD kernels.
+mapfile -t NUMPY_PATCHES < <(find "$NUMPY_DIR" -maxdepth 1 -name '*.patch' | LC_ALL=C sort)
+readonly NUMPY_PATCHES
 # numpy's extension modules: dotted module name and init function.
 readonly NUMPY_MODULES=$NUMPY_DIR/modules.txt
 # libc++ for pocketfft and the sort/hash tables, ninja for meson.
@@ -42,7 +45,7 @@ numpy() {
 		step numpy-tools numpy_tools
 		stamp_set numpy-tools "$k_tools"
 	fi
-	k_src=$(key "${IN_SHA[numpy]}" "$(sha256 "$NUMPY_PATCH")")
+	k_src=$(key "${IN_SHA[numpy]}" "$(for p in "${NUMPY_PATCHES[@]}"; do basename "$p"; sha256 "$p"; done)")
 	if ! stamp_ok numpy-src "$k_src"; then
 		stamp_clear numpy-configure
 		step numpy-unpack numpy_unpack
@@ -154,7 +157,10 @@ numpy_unpack() {
 	rm -rf "$NPS" "$NPS.tmp"
 	mkdir -p "$NPS.tmp"
 	tar -xf "$DL/${IN_FILE[numpy]}" -C "$NPS.tmp" --strip-components=1
-	patch -d "$NPS.tmp" -p1 --forward --no-backup-if-mismatch <"$NUMPY_PATCH"
+	local p
+	for p in "${NUMPY_PATCHES[@]}"; do
+		patch -d "$NPS.tmp" -p1 --forward --no-backup-if-mismatch <"$p"
+	done
 	mv "$NPS.tmp" "$NPS"
 }
 
