@@ -176,7 +176,7 @@ func TestNumpyKernels(t *testing.T) {
 	require.NoError(t, err)
 	res := runNumpy(t, wasmpy.Job{Code: string(code), Limits: wasmpy.Limits{Memory: 256 << 20, Timeout: 5 * time.Minute}})
 	require.Nil(t, res.Error, res.Stderr)
-	require.Equal(t, "ok 1622\n", res.Stdout)
+	require.Equal(t, "ok 1726\n", res.Stdout)
 }
 
 // The kernels are what runs: each operation's fuel per element (fuel is

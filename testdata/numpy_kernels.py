@@ -2,9 +2,10 @@
 # the bits numpy's scalar loops give: elementwise + - * / of float64 and
 # float32 (contiguous, scalar on either side, in place, strided and
 # overlapping layouts that must take the scalar loop), sum (numpy's pairwise
-# order), matmul (each element summed from +0 in k order), checked against
-# pure Python references for odd sizes, NaN, inf and -0. Prints "ok" and
-# the number of checks, or the first mismatch.
+# order), matmul (each element summed from +0 in k order), arange's fill,
+# checked against pure Python references for odd sizes, NaN, inf and -0;
+# lapack_lite's vectorized BLAS through inv and solve. Prints "ok" and the
+# number of checks, or the first mismatch.
 import math
 import operator
 import struct
@@ -179,5 +180,36 @@ for dt in (F64, F32):
     want = ref_matmul(x, x, dt)
     np.matmul(x, x, out=x)
     same(x, want, dt, f"{dt.__name__} matmul out=input")
+
+
+# arange: buffer[0] = start, buffer[1] = start + step, then fill's
+# start + i * delta with delta = buffer[1] - buffer[0], in the dtype.
+for dt, start, step, n in [(np.int32, -7, 3, 1001), (np.int64, 5, -2, 999), (np.int16, 0, 1, 300), (np.uint8, 1, 1, 200),
+                           (F64, 0.1, 0.3, 1003), (F64, -1e6, 1 / 3, 17), (F32, 0.1, 0.3, 1003), (F32, 2.5, -0.7, 33)]:
+    got = np.arange(start, start + step * n, step, dtype=dt)[:n]
+    if dt in (F64, F32):
+        b0, b1 = round_to(dt, start), round_to(dt, start + step)
+        d = round_to(dt, b1 - b0)
+        want = [b0, b1] + [round_to(dt, b0 + round_to(dt, float(i) * d)) for i in range(2, len(got))]
+        same(got, want, dt, f"{dt.__name__} arange {start} {step}")
+    else:
+        info = np.iinfo(dt)
+        want = [((start + i * step - info.min) % (info.max - info.min + 1)) + info.min for i in range(len(got))]
+        assert got.tolist() == want, f"{dt.__name__} arange {start} {step}"
+        checks += 1
+
+# inv and solve (lapack_lite's BLAS): A @ inv(A) is the identity, to
+# rounding, for odd sizes, float64 and float32, C and Fortran order.
+for dt, tol in ((F64, 1e-9), (F32, 2e-3)):
+    for n in (1, 2, 3, 7, 16, 33, 65, 130):
+        rng = np.random.default_rng(n)
+        x = (rng.random((n, n)) + n * np.eye(n)).astype(dt)
+        for a in (x, np.asfortranarray(x), x.T):
+            r = np.abs(a @ np.linalg.inv(a) - np.eye(n)).max()
+            assert r < tol, f"{dt.__name__} inv n={n}: residual {r}"
+            y = (rng.random((n, 3)) - 0.5).astype(dt)
+            r = np.abs(a @ np.linalg.solve(a, y) - y).max()
+            assert r < tol, f"{dt.__name__} solve n={n}: residual {r}"
+            checks += 2
 
 print("ok", checks)
