@@ -168,9 +168,10 @@ print(round(float(np.linalg.inv(a).sum()), 6), round(float(np.abs(np.fft.fft(a[0
 	require.Equal(t, []string{out[0], out[0], out[0]}, out)
 }
 
-// The sci build's wasm SIMD kernels (elementwise float arithmetic, sum,
-// matmul; assets/build/numpy/) give the bits numpy's scalar loops give, for
-// every size and layout testdata/numpy_kernels.py tries.
+// The sci build's wasm SIMD code (elementwise float arithmetic, sum,
+// matmul, arange; assets/build/numpy/) gives the bits numpy's scalar loops
+// give, for every size and layout testdata/numpy_kernels.py tries, and
+// lapack_lite's vectorized BLAS solves to rounding.
 func TestNumpyKernels(t *testing.T) {
 	code, err := os.ReadFile("testdata/numpy_kernels.py")
 	require.NoError(t, err)
