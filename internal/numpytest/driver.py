@@ -1,12 +1,13 @@
 # Runs pytest on numpy's own tests, from numpy's source tree mounted as the
 # workspace (the cwd), against the interpreter's numpy (preloaded from the
-# standard library's directory). Prints one JSON line of counts last. A test
-# module that cannot be imported here (test_io.py imports ctypes, which WASI
-# lacks) is one error, and the directory's other modules still run.
+# standard library's directory). Prints one JSON line last: the counts, each
+# failure and error with a one-line reason, and the skips counted by reason.
+# A test module that cannot be imported is one error.
 import importlib
 import json
 import os
 import sys
+import types
 
 import pytest
 
@@ -34,17 +35,69 @@ for top, dirs, files in os.walk("numpy"):
         mod.__path__.append(where)
 
 
-class Counts:
+class NoCtypes(types.ModuleType):
+    """What a test module gets for `import ctypes`: WASI has no ctypes
+    (no libffi, no dlopen). test_multiarray, test_dtype, test_ufunc and
+    others import it at the top but use it in a few tests only; those
+    tests skip, naming the reason, and the rest of the module runs."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        pytest.skip("no ctypes on WASI (ctypes." + name + ")")
+
+
+def reason(report):
+    """The one line that says why a test failed or errored."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        text = crash.message
+    else:
+        text = str(report.longrepr)
+        # A collection error's text is a traceback whose E lines say why.
+        why = [l[1:].strip() for l in text.splitlines() if l.startswith("E ")]
+        text = why[-1] if why else text.strip()
+    lines = text.strip().splitlines() or ["?"]
+    return lines[0][:300]
+
+
+class Report:
     def __init__(self):
         self.counts = {}
+        self.problems = []
+        self.skips = {}
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector):
+        # Only the test module's own import sees the stand-in: numpy's
+        # modules still find no ctypes, as they do in a run.
+        if not isinstance(collector, pytest.Module) or "ctypes" in sys.modules:
+            return (yield)
+        sys.modules["ctypes"] = NoCtypes("ctypes")
+        try:
+            return (yield)
+        finally:
+            del sys.modules["ctypes"]
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.problems.append(["ERROR", report.nodeid, reason(report)])
+
+    def pytest_runtest_logreport(self, report):
+        if report.failed and not hasattr(report, "wasxfail"):
+            kind = "FAILED" if report.when == "call" else "ERROR"
+            self.problems.append([kind, report.nodeid, report.when + ": " + reason(report)])
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            why = report.longrepr[2].removeprefix("Skipped: ")
+            self.skips[why] = self.skips.get(why, 0) + 1
 
     def pytest_terminal_summary(self, terminalreporter):
         for key in ("passed", "failed", "error", "skipped", "xfailed", "xpassed"):
             self.counts[key] = len(terminalreporter.stats.get(key, []))
 
 
-counts = Counts()
+report = Report()
 code = pytest.main(["-q", "--continue-on-collection-errors", "-p", "no:cacheprovider", "-p", "no:faulthandler", "-p", "no:logging", "--capture=sys", "-o", "addopts=", "--import-mode=importlib",
-                    "-W", "ignore::pytest.PytestUnraisableExceptionWarning"] + sys.argv[1:], plugins=[counts])
+                    "-W", "ignore::pytest.PytestUnraisableExceptionWarning"] + sys.argv[1:], plugins=[report])
 print()
-print(json.dumps({"exit": int(code), **counts.counts}))
+print(json.dumps({"exit": int(code), **report.counts, "problems": report.problems, "skips": report.skips}))

@@ -1,0 +1,114 @@
+package numpytest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/assets"
+)
+
+// A small test directory through the real driver, pytest and sci
+// interpreter: a directory runs file by file, so a file that ends its run
+// costs only itself; every failure and error is named with its file and
+// reason, a setup error apart from a failure; `import ctypes` at a test
+// module's top skips only the tests that use it; a listed file is left out
+// with its reason.
+func TestSuiteReportsPerFile(t *testing.T) {
+	tree := t.TempDir()
+	files := map[string]string{
+		"pkg/tests/test_mix.py": `
+import ctypes
+import pytest
+
+def test_pass():
+    pass
+
+def test_fail():
+    assert 1 == 2, "one is not two"
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("the fixture broke")
+
+def test_setup_error(broken):
+    pass
+
+def test_ctypes():
+    ctypes.c_int(1)
+
+@pytest.mark.skip(reason="by choice")
+def test_skip():
+    pass
+
+@pytest.mark.xfail(reason="known")
+def test_xfail():
+    assert False
+`,
+		"pkg/tests/test_noimport.py": "import no_such_module\n\ndef test_never():\n    pass\n",
+		"pkg/tests/test_exit.py":     "import os\n\ndef test_exit():\n    os._exit(3)\n",
+		"pkg/tests/test_later.py":    "def test_after_the_exit():\n    pass\n",
+		"pkg/tests/test_left.py":     "def test_left_out():\n    pass\n",
+	}
+	for name, code := range files {
+		require.NoError(t, os.MkdirAll(filepath.Join(tree, filepath.Dir(name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(tree, name), []byte(code), 0o644))
+	}
+	got, left, err := testFiles(tree, []string{"pkg/tests"}, map[string]string{"pkg/tests/test_left.py": "needs a fork"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"pkg/tests/test_exit.py", "pkg/tests/test_later.py", "pkg/tests/test_mix.py", "pkg/tests/test_noimport.py"}, got)
+	require.Equal(t, map[string]string{"pkg/tests/test_left.py": "needs a fork"}, left)
+	_, _, err = testFiles(tree, []string{"pkg/nothing"}, nil)
+	require.EqualError(t, err, "WASMPY_NUMPY_TESTS: pkg/nothing is not in numpy's source tree")
+
+	sb := pytestSandbox(t)
+	var sum tally
+	outcomes := map[string]outcome{}
+	for _, f := range got {
+		o, err := runFile(context.Background(), sb, tree, f)
+		sum.add(f, o, err)
+		if f == "pkg/tests/test_exit.py" {
+			require.Error(t, err)
+			continue
+		}
+		require.NoError(t, err, f)
+		outcomes[f] = o
+	}
+	mix := outcomes["pkg/tests/test_mix.py"]
+	require.Equal(t, counts{Passed: 1, Failed: 1, Error: 1, Skipped: 2, XFailed: 1}, mix.counts)
+	require.Equal(t, [][3]string{
+		{"FAILED", "pkg/tests/test_mix.py::test_fail", "call: AssertionError: one is not two"},
+		{"ERROR", "pkg/tests/test_mix.py::test_setup_error", "setup: RuntimeError: the fixture broke"},
+	}, mix.Problems)
+	require.Equal(t, map[string]int{"by choice": 1, "no ctypes on WASI (ctypes.c_int)": 1}, mix.Skips)
+	noimport := outcomes["pkg/tests/test_noimport.py"]
+	require.Equal(t, counts{Error: 1}, noimport.counts)
+	require.Equal(t, [][3]string{{"ERROR", "pkg/tests/test_noimport.py", "ModuleNotFoundError: No module named 'no_such_module'"}}, noimport.Problems)
+	require.Equal(t, counts{Passed: 1}, outcomes["pkg/tests/test_later.py"].counts)
+
+	report := sum.String(left)
+	t.Log(report)
+	for _, want := range []string{
+		"  pkg/tests                       3 files  2 passed, 1 failed, 2 errors, 2 skipped, 1 xfailed, 0 xpassed\n",
+		"      1  FAILED call: AssertionError: one is not two  (test_mix.py 1)\n",
+		"      1  ERROR setup: RuntimeError: the fixture broke  (test_mix.py 1)\n",
+		"      1  ERROR ModuleNotFoundError: No module named 'no_such_module'  (test_noimport.py 1)\n",
+		"not run: pkg/tests/test_left.py: needs a fork\n",
+		"did not finish: pkg/tests/test_exit.py\n",
+	} {
+		require.Contains(t, report, want)
+	}
+}
+
+// pytestSandbox is the sci interpreter with pytest.lock's packages.
+func pytestSandbox(t *testing.T) *wasmpy.Sandbox {
+	set := pytestSet(t)
+	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: assets.Sci, Packages: []string{set}})
+	require.NoError(t, err, "run `make` to build the sci interpreter")
+	t.Cleanup(func() { sb.Close(context.Background()) })
+	return sb
+}
