@@ -97,6 +97,7 @@ def test_xfail():
 		"      1  FAILED call: AssertionError: one is not two  (test_mix.py 1)\n",
 		"      1  ERROR setup: RuntimeError: the fixture broke  (test_mix.py 1)\n",
 		"      1  ERROR ModuleNotFoundError: No module named 'no_such_module'  (test_noimport.py 1)\n",
+		"skipped, the most frequent reasons:\n      1  by choice\n      1  no ctypes on WASI (ctypes.c_int)\n",
 		"not run: pkg/tests/test_left.py: needs a fork\n",
 		"did not finish: pkg/tests/test_exit.py\n",
 	} {

@@ -112,12 +112,13 @@ func runFile(ctx context.Context, sb *wasmpy.Sandbox, tree, file string) (outcom
 }
 
 // fileReport is one file's line and its problems, each with its reason.
-func fileReport(file string, o outcome, err error) string {
+func fileReport(file string, o outcome, err error, took time.Duration) string {
+	took = took.Round(time.Second)
 	if err != nil {
-		return fmt.Sprintf("%-55s did not finish: %v", file, err)
+		return fmt.Sprintf("%-55s did not finish after %s: %v", file, took, err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-55s %s", file, o.counts)
+	fmt.Fprintf(&b, "%-55s %s (%s)", file, o.counts, took)
 	for _, p := range o.Problems {
 		fmt.Fprintf(&b, "\n    %s %s: %s", p[0], p[1], p[2])
 	}
@@ -131,12 +132,13 @@ type tally struct {
 	byGroup map[string]*counts
 	files   map[string]int
 	reasons map[string]map[string]int // reason -> file -> problems
+	skips   map[string]int
 	crashed []string
 }
 
 func (t *tally) add(file string, o outcome, err error) {
 	if t.byGroup == nil {
-		t.byGroup, t.files, t.reasons = map[string]*counts{}, map[string]int{}, map[string]map[string]int{}
+		t.byGroup, t.files, t.reasons, t.skips = map[string]*counts{}, map[string]int{}, map[string]map[string]int{}, map[string]int{}
 	}
 	if err != nil {
 		t.crashed = append(t.crashed, file)
@@ -156,6 +158,9 @@ func (t *tally) add(file string, o outcome, err error) {
 		}
 		t.reasons[why][path.Base(file)]++
 	}
+	for why, k := range o.Skips {
+		t.skips[why] += k
+	}
 }
 
 func (t *tally) total() counts {
@@ -167,7 +172,8 @@ func (t *tally) total() counts {
 }
 
 // String is the summary: per directory, the total, the problems by reason
-// (most frequent first), the files left out and those that did not finish.
+// (most frequent first), the most frequent reasons to skip, the files left
+// out and those that did not finish.
 func (t *tally) String(left map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "numpy's tests in the sandbox, per directory:\n")
@@ -175,20 +181,13 @@ func (t *tally) String(left map[string]string) string {
 		fmt.Fprintf(&b, "  %-28s %4d files  %s\n", g, t.files[g], t.byGroup[g])
 	}
 	fmt.Fprintf(&b, "  %-28s %4d files  %s\n", "total", sumFiles(t.files), t.total())
-	reasons := make([]string, 0, len(t.reasons))
 	n := map[string]int{}
 	for r, fs := range t.reasons {
-		reasons = append(reasons, r)
 		for _, k := range fs {
 			n[r] += k
 		}
 	}
-	sort.Slice(reasons, func(i, j int) bool {
-		if n[reasons[i]] != n[reasons[j]] {
-			return n[reasons[i]] > n[reasons[j]]
-		}
-		return reasons[i] < reasons[j]
-	})
+	reasons := byCount(n)
 	if len(reasons) > 0 {
 		fmt.Fprintf(&b, "failures and errors by reason:\n")
 	}
@@ -199,6 +198,16 @@ func (t *tally) String(left map[string]string) string {
 		}
 		sort.Strings(where)
 		fmt.Fprintf(&b, "  %5d  %s  (%s)\n", n[r], r, strings.Join(where, ", "))
+	}
+	skips := byCount(t.skips)
+	if len(skips) > 20 {
+		skips = skips[:20]
+	}
+	if len(skips) > 0 {
+		fmt.Fprintf(&b, "skipped, the most frequent reasons:\n")
+	}
+	for _, r := range skips {
+		fmt.Fprintf(&b, "  %5d  %s\n", t.skips[r], r)
 	}
 	files := make([]string, 0, len(left))
 	for f := range left {
@@ -212,6 +221,21 @@ func (t *tally) String(left map[string]string) string {
 		fmt.Fprintf(&b, "did not finish: %s\n", strings.Join(t.crashed, ", "))
 	}
 	return b.String()
+}
+
+// byCount is m's keys, the largest count first.
+func byCount(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }
 
 func sumFiles(m map[string]int) int {
