@@ -35,16 +35,18 @@ for top, dirs, files in os.walk("numpy"):
         mod.__path__.append(where)
 
 
-class NoCtypes(types.ModuleType):
-    """What a test module gets for `import ctypes`: WASI has no ctypes
-    (no libffi, no dlopen). test_multiarray, test_dtype, test_ufunc and
-    others import it at the top but use it in a few tests only; those
-    tests skip, naming the reason, and the rest of the module runs."""
+# What a test module gets for `import ctypes` or `import mmap`, which WASI
+# lacks (no libffi or dlopen; no mmap): test_multiarray, test_dtype,
+# test_ufunc and others import them at the top but use them in a few tests
+# only; those tests skip, naming the reason, and the rest of the module runs.
+ABSENT = {"ctypes": "no ctypes on WASI", "mmap": "no mmap on WASI"}
 
+
+class Absent(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        pytest.skip("no ctypes on WASI (ctypes." + name + ")")
+        pytest.skip(f"{ABSENT[self.__name__]} ({self.__name__}.{name})")
 
 
 def reason(report):
@@ -69,15 +71,18 @@ class Report:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector):
-        # Only the test module's own import sees the stand-in: numpy's
-        # modules still find no ctypes, as they do in a run.
-        if not isinstance(collector, pytest.Module) or "ctypes" in sys.modules:
+        # Only the test module's own import sees the stand-ins: numpy's
+        # modules still find no ctypes or mmap, as they do in a run.
+        names = [n for n in ABSENT if n not in sys.modules]
+        if not isinstance(collector, pytest.Module) or not names:
             return (yield)
-        sys.modules["ctypes"] = NoCtypes("ctypes")
+        for n in names:
+            sys.modules[n] = Absent(n)
         try:
             return (yield)
         finally:
-            del sys.modules["ctypes"]
+            for n in names:
+                del sys.modules[n]
 
     def pytest_collectreport(self, report):
         if report.failed:
