@@ -84,6 +84,17 @@ class Report:
             for n in names:
                 del sys.modules[n]
 
+    # capfd captures file descriptors 1 and 2 by dup(), which WASI lacks;
+    # pytest's own capfd fails at setup and leaves its capture broken for
+    # every later test of the run (hundreds of setup errors).
+    @pytest.fixture
+    def capfd(self):
+        pytest.skip("no dup on WASI (capfd)")
+
+    @pytest.fixture
+    def capfdbinary(self):
+        pytest.skip("no dup on WASI (capfdbinary)")
+
     def pytest_collectreport(self, report):
         if report.failed:
             self.problems.append(["ERROR", report.nodeid, reason(report)])
