@@ -38,7 +38,8 @@ for top, dirs, files in os.walk("numpy"):
 # What a test module gets for `import ctypes` or `import mmap`, which WASI
 # lacks (no libffi or dlopen; no mmap): test_multiarray, test_dtype,
 # test_ufunc and others import them at the top but use them in a few tests
-# only; those tests skip, naming the reason, and the rest of the module runs.
+# only. Each name imported from them is a Missing: a test that uses one
+# skips, naming the reason, and the rest of the module runs.
 ABSENT = {"ctypes": "no ctypes on WASI", "mmap": "no mmap on WASI"}
 
 
@@ -46,7 +47,23 @@ class Absent(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        pytest.skip(f"{ABSENT[self.__name__]} ({self.__name__}.{name})")
+        return Missing(f"{ABSENT[self.__name__]} ({self.__name__}.{name})")
+
+
+class Missing:
+    def __init__(self, why):
+        self._why = why
+
+    def _skip(self, *args, **kwargs):
+        pytest.skip(self._why)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self._skip()
+
+    # what tests do with ctypes' types: call, multiply into arrays, subclass
+    __call__ = __mul__ = __rmul__ = __getitem__ = __iter__ = __mro_entries__ = _skip
 
 
 def reason(report):
