@@ -8,7 +8,8 @@
 # make packages  fetches the Debian packages of assets/build/packages.lock
 #            (sympy, networkx, dateutil...) that the package-set tests build into a set
 # make test-numpy  runs numpy's own test suite in the sandbox (sci interpreter,
-#            pytest from Debian packages) and prints pass/fail counts
+#            pytest from Debian packages), each test file a run of its own, and
+#            prints pass/fail counts; WASMPY_NUMPY_TESTS=DIR,FILE,... a part
 # make test-cpython  runs CPython's regression tests in the sandbox beside a
 #            native run of the same source (make test runs a fast subset)
 # make fuzz  runs every fuzz target (or those matching FUZZ) for FUZZTIME each

@@ -1,6 +1,8 @@
 // Package numpytest runs numpy's own test suite (the tests of the pinned
 // source tarball) inside the sandbox with the sci interpreter, under pytest
-// and its dependencies from Debian's binary packages (pytest.lock), and
-// reports pass/fail counts per suite. `make test-numpy` runs it; it is too
-// long for `make test`.
+// and its dependencies from Debian's binary packages (pytest.lock). Each
+// test file is a run of its own, so a trap or a limit costs one file; the
+// report names every failure and error with its file and reason, and sums
+// the counts per directory. `make test-numpy` runs it; it is too long for
+// `make test`.
 package numpytest
