@@ -38,16 +38,22 @@ for top, dirs, files in os.walk("numpy"):
 # What a test module gets for `import ctypes` or `import mmap`, which WASI
 # lacks (no libffi or dlopen; no mmap): test_multiarray, test_dtype,
 # test_ufunc and others import them at the top but use them in a few tests
-# only. Each name imported from them is a Missing: a test that uses one
-# skips, naming the reason, and the rest of the module runs.
+# only. A test that uses one skips, naming the reason, and the rest of the
+# module runs. While the module is imported, a name taken from one (`from
+# ctypes import c_double`, `hasattr(ctypes, "pythonapi")`) is a Missing,
+# whose use in a test skips it.
 ABSENT = {"ctypes": "no ctypes on WASI", "mmap": "no mmap on WASI"}
+importing = False
 
 
 class Absent(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        return Missing(f"{ABSENT[self.__name__]} ({self.__name__}.{name})")
+        why = f"{ABSENT[self.__name__]} ({self.__name__}.{name})"
+        if importing:
+            return Missing(why)
+        pytest.skip(why)
 
 
 class Missing:
@@ -93,11 +99,14 @@ class Report:
         names = [n for n in ABSENT if n not in sys.modules]
         if not isinstance(collector, pytest.Module) or not names:
             return (yield)
+        global importing
         for n in names:
             sys.modules[n] = Absent(n)
+        importing = True
         try:
             return (yield)
         finally:
+            importing = False
             for n in names:
                 del sys.modules[n]
 

@@ -52,6 +52,10 @@ def test_ctypes():
 def test_ctypes_name():
     c_double(1.5)
 
+def test_ctypes_dtype():
+    import numpy as np
+    np.dtype(ctypes.c_size_t)
+
 def test_mmap():
     mmap.mmap(-1, 10)
 
@@ -93,12 +97,12 @@ def test_xfail():
 		outcomes[f] = o
 	}
 	mix := outcomes["pkg/tests/test_mix.py"]
-	require.Equal(t, counts{Passed: 1, Failed: 1, Error: 1, Skipped: 5, XFailed: 1}, mix.counts)
+	require.Equal(t, counts{Passed: 1, Failed: 1, Error: 1, Skipped: 6, XFailed: 1}, mix.counts)
 	require.Equal(t, [][3]string{
 		{"FAILED", "pkg/tests/test_mix.py::test_fail", "call: AssertionError: one is not two"},
 		{"ERROR", "pkg/tests/test_mix.py::test_setup_error", "setup: RuntimeError: the fixture broke"},
 	}, mix.Problems)
-	require.Equal(t, map[string]int{"by choice": 1, "no dup on WASI (capfd)": 1, "no ctypes on WASI (ctypes.Structure)": 1, "no ctypes on WASI (ctypes.c_double)": 1, "no mmap on WASI (mmap.mmap)": 1}, mix.Skips)
+	require.Equal(t, map[string]int{"by choice": 1, "no dup on WASI (capfd)": 1, "no ctypes on WASI (ctypes.Structure)": 1, "no ctypes on WASI (ctypes.c_double)": 1, "no ctypes on WASI (ctypes.c_size_t)": 1, "no mmap on WASI (mmap.mmap)": 1}, mix.Skips)
 	noimport := outcomes["pkg/tests/test_noimport.py"]
 	require.Equal(t, counts{Error: 1}, noimport.counts)
 	require.Equal(t, [][3]string{{"ERROR", "pkg/tests/test_noimport.py", "ModuleNotFoundError: No module named 'no_such_module'"}}, noimport.Problems)
@@ -107,11 +111,11 @@ def test_xfail():
 	report := sum.String(left)
 	t.Log(report)
 	for _, want := range []string{
-		"  pkg/tests                       3 files  2 passed, 1 failed, 2 errors, 5 skipped, 1 xfailed, 0 xpassed\n",
+		"  pkg/tests                       3 files  2 passed, 1 failed, 2 errors, 6 skipped, 1 xfailed, 0 xpassed\n",
 		"      1  FAILED call: AssertionError: one is not two  (test_mix.py 1)\n",
 		"      1  ERROR setup: RuntimeError: the fixture broke  (test_mix.py 1)\n",
 		"      1  ERROR ModuleNotFoundError: No module named 'no_such_module'  (test_noimport.py 1)\n",
-		"skipped, the most frequent reasons:\n      1  by choice\n      1  no ctypes on WASI (ctypes.Structure)\n      1  no ctypes on WASI (ctypes.c_double)\n      1  no dup on WASI (capfd)\n      1  no mmap on WASI (mmap.mmap)\n",
+		"skipped, the most frequent reasons:\n      1  by choice\n      1  no ctypes on WASI (ctypes.Structure)\n      1  no ctypes on WASI (ctypes.c_double)\n      1  no ctypes on WASI (ctypes.c_size_t)\n      1  no dup on WASI (capfd)\n      1  no mmap on WASI (mmap.mmap)\n",
 		"not run: pkg/tests/test_left.py: needs a fork\n",
 		"did not finish: pkg/tests/test_exit.py\n",
 	} {
