@@ -3,6 +3,7 @@
 # standard library's directory). Prints one JSON line last: the counts, each
 # failure and error with a one-line reason, and the skips counted by reason.
 # A test module that cannot be imported is one error.
+import builtins
 import importlib
 import json
 import os
@@ -94,21 +95,27 @@ class Report:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector):
-        # Only the test module's own import sees the stand-ins: numpy's
-        # modules still find no ctypes or mmap, as they do in a run.
-        names = [n for n in ABSENT if n not in sys.modules]
-        if not isinstance(collector, pytest.Module) or not names:
+        # Only the test module's own imports get the stand-ins: numpy's
+        # modules, and those the test module imports, still find no ctypes
+        # or mmap, as they do in a run.
+        if not isinstance(collector, pytest.Module):
             return (yield)
         global importing
-        for n in names:
-            sys.modules[n] = Absent(n)
-        importing = True
+        module, real = str(collector.path), builtins.__import__
+
+        def stand_in(name, globals=None, locals=None, fromlist=(), level=0):
+            if level == 0 and name in ABSENT and os.path.abspath((globals or {}).get("__file__") or "") == module:
+                try:
+                    return real(name, globals, locals, fromlist, level)
+                except ImportError:
+                    return Absent(name)
+            return real(name, globals, locals, fromlist, level)
+
+        builtins.__import__, importing = stand_in, True
         try:
             return (yield)
         finally:
-            importing = False
-            for n in names:
-                del sys.modules[n]
+            builtins.__import__, importing = real, False
 
     # capfd captures file descriptors 1 and 2 by dup(), which WASI lacks;
     # pytest's own capfd fails at setup and leaves its capture broken for

@@ -16,7 +16,8 @@ import (
 // interpreter: a directory runs file by file, so a file that ends its run
 // costs only itself; every failure and error is named with its file and
 // reason, a setup error apart from a failure; `import ctypes` (or mmap) at
-// a test module's top skips only the tests that use it, as capfd does (it
+// a test module's top skips only the tests that use it (the modules it
+// imports still find none), as capfd does (it
 // would break the capture of every later test); a listed file is left out
 // with its reason.
 func TestSuiteReportsPerFile(t *testing.T) {
@@ -25,14 +26,22 @@ func TestSuiteReportsPerFile(t *testing.T) {
 		"pkg/tests/test_mix.py": `
 import ctypes
 import mmap
+import os
+import sys
 from ctypes import c_double
 import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import helper_ctypes
 
 def test_capfd(capfd):
     print("fd 1 cannot be dup()ed on WASI")
 
 def test_pass():
     pass
+
+def test_helper_sees_no_ctypes():
+    assert helper_ctypes.ctypes is None
 
 def test_fail():
     assert 1 == 2, "one is not two"
@@ -67,6 +76,7 @@ def test_skip():
 def test_xfail():
     assert False
 `,
+		"pkg/tests/helper_ctypes.py": "try:\n    import ctypes\nexcept ImportError:\n    ctypes = None\n",
 		"pkg/tests/test_noimport.py": "import no_such_module\n\ndef test_never():\n    pass\n",
 		"pkg/tests/test_exit.py":     "import os\n\ndef test_exit():\n    os._exit(3)\n",
 		"pkg/tests/test_later.py":    "def test_after_the_exit():\n    pass\n",
@@ -97,7 +107,7 @@ def test_xfail():
 		outcomes[f] = o
 	}
 	mix := outcomes["pkg/tests/test_mix.py"]
-	require.Equal(t, counts{Passed: 1, Failed: 1, Error: 1, Skipped: 6, XFailed: 1}, mix.counts)
+	require.Equal(t, counts{Passed: 2, Failed: 1, Error: 1, Skipped: 6, XFailed: 1}, mix.counts)
 	require.Equal(t, [][3]string{
 		{"FAILED", "pkg/tests/test_mix.py::test_fail", "call: AssertionError: one is not two"},
 		{"ERROR", "pkg/tests/test_mix.py::test_setup_error", "setup: RuntimeError: the fixture broke"},
@@ -111,7 +121,7 @@ def test_xfail():
 	report := sum.String(left)
 	t.Log(report)
 	for _, want := range []string{
-		"  pkg/tests                       3 files  2 passed, 1 failed, 2 errors, 6 skipped, 1 xfailed, 0 xpassed\n",
+		"  pkg/tests                       3 files  3 passed, 1 failed, 2 errors, 6 skipped, 1 xfailed, 0 xpassed\n",
 		"      1  FAILED call: AssertionError: one is not two  (test_mix.py 1)\n",
 		"      1  ERROR setup: RuntimeError: the fixture broke  (test_mix.py 1)\n",
 		"      1  ERROR ModuleNotFoundError: No module named 'no_such_module'  (test_noimport.py 1)\n",
