@@ -7,6 +7,7 @@ import builtins
 import importlib
 import json
 import os
+import re
 import sys
 import types
 
@@ -95,16 +96,22 @@ class Report:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector):
-        # Only the test module's own imports get the stand-ins: numpy's
-        # modules, and those the test module imports, still find no ctypes
-        # or mmap, as they do in a run.
+        # Only the test module's own unconditional imports at its top get
+        # the stand-ins: numpy's modules, and those the test module imports,
+        # still find no ctypes or mmap, as they do in a run.
+        # A module that guards its import (try: import ctypes / except
+        # ImportError) gets the ImportError it expects.
         if not isinstance(collector, pytest.Module):
+            return (yield)
+        with open(collector.path, encoding="utf-8") as f:
+            wanted = set(re.findall(r"^(?:import|from) +(ctypes|mmap)\b", f.read(), re.M))
+        if not wanted:
             return (yield)
         global importing
         module, real = str(collector.path), builtins.__import__
 
         def stand_in(name, globals=None, locals=None, fromlist=(), level=0):
-            if level == 0 and name in ABSENT and os.path.abspath((globals or {}).get("__file__") or "") == module:
+            if level == 0 and name in wanted and os.path.abspath((globals or {}).get("__file__") or "") == module:
                 try:
                     return real(name, globals, locals, fromlist, level)
                 except ImportError:

@@ -17,7 +17,7 @@ import (
 // costs only itself; every failure and error is named with its file and
 // reason, a setup error apart from a failure; `import ctypes` (or mmap) at
 // a test module's top skips only the tests that use it (the modules it
-// imports still find none), as capfd does (it
+// imports, and a guarded import, still find none), as capfd does (it
 // would break the capture of every later test); a listed file is left out
 // with its reason.
 func TestSuiteReportsPerFile(t *testing.T) {
@@ -79,8 +79,21 @@ def test_xfail():
 		"pkg/tests/helper_ctypes.py": "try:\n    import ctypes\nexcept ImportError:\n    ctypes = None\n",
 		"pkg/tests/test_noimport.py": "import no_such_module\n\ndef test_never():\n    pass\n",
 		"pkg/tests/test_exit.py":     "import os\n\ndef test_exit():\n    os._exit(3)\n",
-		"pkg/tests/test_later.py":    "def test_after_the_exit():\n    pass\n",
-		"pkg/tests/test_left.py":     "def test_left_out():\n    pass\n",
+		"pkg/tests/test_later.py": `
+try:
+    import ctypes
+except ImportError:
+    ctypes = None
+import pytest
+
+def test_after_the_exit():
+    pass
+
+@pytest.mark.skipif(ctypes is None, reason="its own guard")
+def test_guarded():
+    ctypes.CDLL
+`,
+		"pkg/tests/test_left.py": "def test_left_out():\n    pass\n",
 	}
 	for name, code := range files {
 		require.NoError(t, os.MkdirAll(filepath.Join(tree, filepath.Dir(name)), 0o755))
@@ -116,16 +129,18 @@ def test_xfail():
 	noimport := outcomes["pkg/tests/test_noimport.py"]
 	require.Equal(t, counts{Error: 1}, noimport.counts)
 	require.Equal(t, [][3]string{{"ERROR", "pkg/tests/test_noimport.py", "ModuleNotFoundError: No module named 'no_such_module'"}}, noimport.Problems)
-	require.Equal(t, counts{Passed: 1}, outcomes["pkg/tests/test_later.py"].counts)
+	later := outcomes["pkg/tests/test_later.py"]
+	require.Equal(t, counts{Passed: 1, Skipped: 1}, later.counts)
+	require.Equal(t, map[string]int{"its own guard": 1}, later.Skips)
 
 	report := sum.String(left)
 	t.Log(report)
 	for _, want := range []string{
-		"  pkg/tests                       3 files  3 passed, 1 failed, 2 errors, 6 skipped, 1 xfailed, 0 xpassed\n",
+		"  pkg/tests                       3 files  3 passed, 1 failed, 2 errors, 7 skipped, 1 xfailed, 0 xpassed\n",
 		"      1  FAILED call: AssertionError: one is not two  (test_mix.py 1)\n",
 		"      1  ERROR setup: RuntimeError: the fixture broke  (test_mix.py 1)\n",
 		"      1  ERROR ModuleNotFoundError: No module named 'no_such_module'  (test_noimport.py 1)\n",
-		"skipped, the most frequent reasons:\n      1  by choice\n      1  no ctypes on WASI (ctypes.Structure)\n      1  no ctypes on WASI (ctypes.c_double)\n      1  no ctypes on WASI (ctypes.c_size_t)\n      1  no dup on WASI (capfd)\n      1  no mmap on WASI (mmap.mmap)\n",
+		"skipped, the most frequent reasons:\n      1  by choice\n      1  its own guard\n      1  no ctypes on WASI (ctypes.Structure)\n      1  no ctypes on WASI (ctypes.c_double)\n      1  no ctypes on WASI (ctypes.c_size_t)\n      1  no dup on WASI (capfd)\n      1  no mmap on WASI (mmap.mmap)\n",
 		"not run: pkg/tests/test_left.py: needs a fork\n",
 		"did not finish: pkg/tests/test_exit.py\n",
 	} {
