@@ -2,7 +2,7 @@
 #            build and its sci variant with numpy when the machine can build
 #            them, the npm one always); numpy's source tarball comes from
 #            WASMPY_SOURCES (default ../shared/sources beside the checkout, the
-#            main one for a git worktree)
+#            main one for a git worktree, the origin for a local clone)
 # make test  runs every test against the real interpreter, then a 30s soak
 #            and the cluster test (about a minute)
 # make packages  fetches the Debian packages of assets/build/packages.lock

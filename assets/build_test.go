@@ -24,9 +24,10 @@ func TestBuildRefusesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	// The recipe needs no toolchain package but jq, says when its input
 	// passed, and stops there, or with PROBE_LINK set fails the link halfway.
-	build := fakeBuildDir(t, dir, map[string]string{"00-probe.sh": "TOOL_PACKAGES=(jq)\ninput probe file probe-1.0.tar.xz\nrecipe probe\n" +
+	recipes := map[string]string{"00-probe.sh": "TOOL_PACKAGES=(jq)\ninput probe file probe-1.0.tar.xz\nrecipe probe\n" +
 		"probe() { say \"probe built from ${IN_FILE[probe]}\"; [ -n \"${PROBE_LINK:-}\" ] || exit 0; }\n" +
-		"link_reactor() { echo partial >\"$STAGE/python.wasm\"; return 1; }\n"})
+		"link_reactor() { echo partial >\"$STAGE/python.wasm\"; return 1; }\n"}
+	build := fakeBuildDir(t, dir, recipes)
 	good := []byte("the pinned source\n")
 	sum := sha256.Sum256(good)
 	want := hex.EncodeToString(sum[:])
@@ -96,6 +97,32 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		require.Equal(t, 0, rc, msg)
 		require.Contains(t, msg, "build.sh: probe built from probe-1.0.tar.xz\n")
 		require.False(t, strings.Contains(msg, "error"), msg)
+	})
+	t.Run("a clone of a local checkout", func(t *testing.T) {
+		// `git clone . /tmp/fresh` has no shared/sources beside it: the
+		// build looks beside the checkout it was cloned from.
+		if _, err := exec.LookPath("git"); err != nil {
+			t.Skip("needs git")
+		}
+		base := t.TempDir()
+		origin, clone := filepath.Join(base, "o", "main"), filepath.Join(base, "c", "clone")
+		git := func(args ...string) {
+			out, err := exec.Command("git", args...).CombinedOutput()
+			require.NoError(t, err, string(out))
+		}
+		git("init", "-q", origin)
+		git("-C", origin, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x")
+		git("clone", "-q", origin, clone)
+		shared := filepath.Join(base, "o", "shared", "sources")
+		require.NoError(t, os.MkdirAll(shared, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(shared, "probe-1.0.tar.xz"), good, 0o644))
+		cloned := fakeBuildDir(t, filepath.Join(clone, "assets"), recipes)
+		require.NoError(t, os.WriteFile(filepath.Join(cloned, "interpreter.lock"), lock, 0o644))
+		cmd := exec.Command("bash", filepath.Join(cloned, "build.sh"), filepath.Join(base, "out", "wasmpy-test"))
+		cmd.Env = append(os.Environ(), "WASMPY_BUILD_DIR="+filepath.Join(base, "work"), "WASMPY_SOURCES=")
+		b, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(b))
+		require.Contains(t, string(b), "build.sh: probe built from probe-1.0.tar.xz\n")
 	})
 	t.Run("a step fails after the inputs", func(t *testing.T) {
 		msg, rc := buildSh("WASMPY_SOURCES="+sources, "PROBE_LINK=1")

@@ -26,7 +26,8 @@
 #   WASMPY_DEBIAN_SUITE  the suite inputs come from (default: the lock's)
 #   WASMPY_SOURCES       the directory holding inputs that are no Debian package
 #                        (default: ../shared/sources beside the checkout, the
-#                        main one for a git worktree)
+#                        main one for a git worktree, the one it was cloned
+#                        from for a clone of a local checkout without one)
 set -euo pipefail
 
 readonly ME=build.sh

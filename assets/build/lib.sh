@@ -208,9 +208,11 @@ fetch() {
 
 # sources_dir: where inputs of type "file" come from: $WASMPY_SOURCES, else
 # ../shared/sources beside the checkout (the main checkout, for a git
-# worktree, so every worktree of one repository finds the same directory).
+# worktree, so every worktree of one repository finds the same directory;
+# the checkout it was cloned from, for a clone of a local checkout that has
+# none beside it, as `git clone . /tmp/fresh` makes).
 sources_dir() {
-	local root common
+	local root common origin
 	if [ -n "${WASMPY_SOURCES:-}" ]; then
 		printf '%s\n' "$WASMPY_SOURCES"
 		return
@@ -218,6 +220,12 @@ sources_dir() {
 	root=$(cd "$HERE/../.." && pwd)
 	if common=$(git -C "$root" rev-parse --path-format=absolute --git-common-dir 2>/dev/null); then
 		root=$(dirname "$common")
+		if [ ! -d "$(dirname "$root")/shared/sources" ] &&
+			origin=$(git -C "$root" config --get remote.origin.url) && [ -d "$origin" ] &&
+			common=$(git -C "$origin" rev-parse --path-format=absolute --git-common-dir 2>/dev/null) &&
+			[ -d "$(dirname "$(dirname "$common")")/shared/sources" ]; then
+			root=$(dirname "$common")
+		fi
 	fi
 	printf '%s/shared/sources\n' "$(dirname "$root")"
 }
