@@ -45,7 +45,7 @@ readonly LOCK=$HERE/interpreter.lock
 T0=$SECONDS
 
 usage() {
-	sed -n '3,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '3,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
