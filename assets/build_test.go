@@ -41,16 +41,7 @@ func TestBuildRefusesBadInput(t *testing.T) {
 	require.NoError(t, os.MkdirAll(sources, 0o755))
 	out := filepath.Join(dir, "interpreters", "wasmpy-test")
 	buildSh := func(env ...string) (string, int) {
-		cmd := exec.Command("bash", filepath.Join(build, "build.sh"), out)
-		cmd.Env = append(os.Environ(), "WASMPY_BUILD_DIR="+filepath.Join(dir, "work"), "WASMPY_SOURCES=")
-		cmd.Env = append(cmd.Env, env...)
-		b, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if err != nil {
-			require.ErrorAs(t, err, &exit, string(b))
-			return string(b), exit.ExitCode()
-		}
-		return string(b), 0
+		return runBuildSh(t, build, append([]string{"WASMPY_BUILD_DIR=" + filepath.Join(dir, "work"), "WASMPY_SOURCES="}, env...), out)
 	}
 	noOutput := func() {
 		t.Helper()
@@ -118,11 +109,10 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(shared, "probe-1.0.tar.xz"), good, 0o644))
 		cloned := fakeBuildDir(t, filepath.Join(clone, "assets"), recipes)
 		require.NoError(t, os.WriteFile(filepath.Join(cloned, "interpreter.lock"), lock, 0o644))
-		cmd := exec.Command("bash", filepath.Join(cloned, "build.sh"), filepath.Join(base, "out", "wasmpy-test"))
-		cmd.Env = append(os.Environ(), "WASMPY_BUILD_DIR="+filepath.Join(base, "work"), "WASMPY_SOURCES=")
-		b, err := cmd.CombinedOutput()
-		require.NoError(t, err, string(b))
-		require.Contains(t, string(b), "build.sh: probe built from probe-1.0.tar.xz\n")
+		msg, rc := runBuildSh(t, cloned, []string{"WASMPY_BUILD_DIR=" + filepath.Join(base, "work"), "WASMPY_SOURCES="},
+			filepath.Join(base, "out", "wasmpy-test"))
+		require.Equal(t, 0, rc, msg)
+		require.Contains(t, msg, "build.sh: probe built from probe-1.0.tar.xz\n")
 	})
 	t.Run("a step fails after the inputs", func(t *testing.T) {
 		msg, rc := buildSh("WASMPY_SOURCES="+sources, "PROBE_LINK=1")
@@ -130,6 +120,20 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		require.Regexp(t, `build.sh: link-reactor +FAILED`, msg)
 		noOutput()
 	})
+}
+
+// runBuildSh runs BUILD/build.sh with args, env added to this process's, and
+// returns its output and exit status.
+func runBuildSh(t *testing.T, build string, env []string, args ...string) (string, int) {
+	cmd := exec.Command("bash", append([]string{filepath.Join(build, "build.sh")}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	b, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil {
+		require.ErrorAs(t, err, &exit, string(b))
+		return string(b), exit.ExitCode()
+	}
+	return string(b), 0
 }
 
 // fakeBuildDir is DIR/build with the real build.sh and lib.sh and the given
@@ -186,16 +190,8 @@ func TestBuildVariantUpdatesItsOwnLock(t *testing.T) {
 	lockPath := filepath.Join(build, "interpreter.lock")
 	require.NoError(t, os.WriteFile(lockPath, lock, 0o644))
 	buildSh := func(out string, env ...string) (string, int) {
-		cmd := exec.Command("bash", filepath.Join(build, "build.sh"), "--variant", "sci", filepath.Join(dir, out))
-		cmd.Env = append(os.Environ(), "WASMPY_BUILD_DIR="+filepath.Join(dir, "work"), "WASMPY_SOURCES="+sources, "WASMPY_UPDATE_LOCK=1")
-		cmd.Env = append(cmd.Env, env...)
-		b, err := cmd.CombinedOutput()
-		var exit *exec.ExitError
-		if err != nil {
-			require.ErrorAs(t, err, &exit, string(b))
-			return string(b), exit.ExitCode()
-		}
-		return string(b), 0
+		env = append([]string{"WASMPY_BUILD_DIR=" + filepath.Join(dir, "work"), "WASMPY_SOURCES=" + sources, "WASMPY_UPDATE_LOCK=1"}, env...)
+		return runBuildSh(t, build, env, "--variant", "sci", filepath.Join(dir, out))
 	}
 
 	write("base-1.0.tar.xz", "base, changed\n")
