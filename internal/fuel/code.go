@@ -171,7 +171,6 @@ type codeRewriter struct {
 	fuelGlobal uint32
 	outOfFuel  []byte // what a charge does below zero; nil: unreachable
 	runs       []run
-	calls      bool // the body scanned last calls a function
 }
 
 // refuelCall is the call of the refuel function fn of type t: zeros for its
@@ -224,7 +223,7 @@ func (c *codeRewriter) function(dst []byte, r *reader, params uint32) ([]byte, e
 	localsEnd := r.pos
 	tmpLocal := uint32(total - 1)
 
-	runs, err := c.scan(r)
+	runs, calls, err := c.scan(r)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +237,7 @@ func (c *codeRewriter) function(dst []byte, r *reader, params uint32) ([]byte, e
 			continue // the next loop header follows at once and charges
 		}
 		dst = append(dst, r.b[from:rn.at]...)
-		if i == 0 && !c.calls {
+		if i == 0 && !calls {
 			dst = c.appendDebit(dst, max(rn.cost, 1))
 		} else {
 			dst = c.appendCharge(dst, max(rn.cost, 1), tmpLocal)
@@ -296,35 +295,34 @@ func (c *codeRewriter) appendCharge(dst []byte, cost int64, tmp uint32) []byte {
 
 // scan decodes the expression of a function body from r and returns its
 // runs: the first starting at the function entry, then one per loop header,
-// in order.
-func (c *codeRewriter) scan(r *reader) ([]run, error) {
-	runs := append(c.runs[:0], run{at: r.pos})
-	c.calls = false
+// in order; and whether it calls a function.
+func (c *codeRewriter) scan(r *reader) (runs []run, calls bool, err error) {
+	runs = append(c.runs[:0], run{at: r.pos})
 	open := 0 // index of the run being counted, -1 when none is
 	depth := 0
 	for {
 		at := r.pos
 		if r.done() {
 			if depth == 0 {
-				return nil, errorf(at, "function body has no final end")
+				return nil, false, errorf(at, "function body has no final end")
 			}
-			return nil, errorf(at, "function body ends with %d blocks still open", depth+1)
+			return nil, false, errorf(at, "function body ends with %d blocks still open", depth+1)
 		}
 		op := r.b[r.pos]
 		r.pos++
 		info := ops[op]
 		switch info.imm {
 		case immInvalid:
-			return nil, errorf(at, "unknown or unsupported opcode %#x", op)
+			return nil, false, errorf(at, "unknown or unsupported opcode %#x", op)
 		case immNone:
 		case immPrefix:
 			var err error
 			if info, err = c.prefixed(r, op); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		default:
 			if err := c.immediates(r, info.imm); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 
@@ -332,7 +330,7 @@ func (c *codeRewriter) scan(r *reader) ([]run, error) {
 			runs[open].cost++
 		}
 		if info.flags&flagCalls != 0 {
-			c.calls = true
+			calls = true
 		}
 		switch op {
 		case opLoop:
@@ -346,10 +344,10 @@ func (c *codeRewriter) scan(r *reader) ([]run, error) {
 		case opEnd:
 			if depth == 0 {
 				if !r.done() {
-					return nil, errorf(r.pos, "%d bytes after the end of the function body", r.end-r.pos)
+					return nil, false, errorf(r.pos, "%d bytes after the end of the function body", r.end-r.pos)
 				}
 				c.runs = runs
-				return runs, nil
+				return runs, calls, nil
 			}
 			depth--
 		}
