@@ -6,6 +6,10 @@
 #
 # INTERP=DIR picks another interpreter directory (python.wasm, python313.zip).
 set -euo pipefail
+if [ $# -lt 1 ] || [ ! -f "$1" ]; then
+  echo "v8.sh: ${1:+no such script: $1; }usage: bench/v8.sh SCRIPT [ARGS...]" >&2
+  exit 2
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 interp=${INTERP:-$("$root/bin/wasmpy" setup --build-dir)}
 if [ ! -f "$interp/python.wasm" ]; then
