@@ -9,13 +9,13 @@ import (
 	"os"
 	"strings"
 
-	"github.com/wasmpy/wasmpy/wasm"
+	"github.com/wasmpy/wasmpy/internal/engine"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
 // AppMount is where a job's App appears in the guest, read-only; it is
 // also the first entry of sys.path.
-const AppMount = wasm.AppMount
+const AppMount = engine.AppMount
 
 // Bounds on a zipapp: OpenApp refuses a bigger one. (A zipapp is held in
 // memory; a directory is read as the guest asks and has no such bound.)

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/wasmpy/wasmpy/wasm"
+	"github.com/wasmpy/wasmpy/internal/engine"
 )
 
 // Kind says how a run failed: one of a closed set, the JSON error.kind.
@@ -42,12 +42,23 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("wasmpy: %s: %s", e.Kind, e.Message)
 }
 
-func newError(f *wasm.Failure) *Error {
+func newError(f *engine.Failure) *Error {
 	if f == nil {
 		return nil
 	}
 	return &Error{Kind: Kind(f.Kind), Type: f.Type, Message: f.Message, Traceback: f.Traceback, Line: f.Line}
 }
+
+// PreloadError is New's error when a module of Config.Preload does not
+// import; Line is the one line that says which module and why.
+type PreloadError struct{ Line string }
+
+func (e *PreloadError) Error() string { return e.Line }
+
+// ExitCode is the process exit status wasmpy gives a run that ended with
+// this kind of failure (124 timeout, 123 fuel, 122 output, 121 memory,
+// 120 internal, 130 interrupted); exit and exception keep the guest's.
+func (k Kind) ExitCode() int { return engine.ExitCode(string(k)) }
 
 var (
 	// ErrNoCode is returned by Run for a Job without code.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/wasmpy/wasmpy/hostfuncs"
-	"github.com/wasmpy/wasmpy/wasm"
+	"github.com/wasmpy/wasmpy/internal/engine"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
@@ -75,7 +75,7 @@ func (r *Result) Err() error {
 	return r.Error
 }
 
-func newResult(out *wasm.Outcome) *Result {
+func newResult(out *engine.Outcome) *Result {
 	calls := make([]HostCall, len(out.HostCalls))
 	for i, c := range out.HostCalls {
 		calls[i] = HostCall(c)

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wasmpy/wasmpy/wasm"
+	"github.com/wasmpy/wasmpy/internal/engine"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
@@ -100,7 +100,7 @@ type Session struct {
 // sessionState is what a session holds between turns; immutable, so forks
 // share it.
 type sessionState struct {
-	mem     *wasm.State // nil: the interpreter's image, untouched
+	mem     *engine.State // nil: the interpreter's image, untouched
 	overlay *workspace.Overlay
 
 	hashOnce sync.Once
@@ -302,7 +302,7 @@ func (s *Session) Run(ctx context.Context, job Job) (*Result, error) {
 		s.sb.sessions.mu.Unlock()
 		res.Error = &Error{Kind: KindMemory, Message: fmt.Sprintf("session state of %d bytes exceeds the session's limit of %d: the session stays at its state before this turn",
 			t.next.bytes(), s.max)}
-		res.ExitCode = wasm.ExitCode(string(KindMemory))
+		res.ExitCode = engine.ExitCode(string(KindMemory))
 		s.sb.engine.Forget(t.next.mem) // no turn will start from it
 		t.next = nil
 	}

@@ -11,7 +11,7 @@ import (
 	"io"
 	"regexp"
 
-	"github.com/wasmpy/wasmpy/wasm"
+	"github.com/wasmpy/wasmpy/internal/engine"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
@@ -19,7 +19,7 @@ import (
 //
 //	magic "wasmpy-session\n" and a version byte
 //	the header's length (uint32, little-endian) and the header (JSON)
-//	the body, deflated: the memory state (wasm.State's encoding) and the
+//	the body, deflated: the memory state (engine.State's encoding) and the
 //	  overlay (JSON), each after its length (uint64)
 //	the SHA-256 of everything before it
 //
@@ -30,7 +30,7 @@ import (
 // A saved delta (SaveDelta) has the same envelope under its own magic,
 // "wasmpy-delta\n": its header also names the state it applies to (base)
 // as well as the one it makes (state_hash), and its body holds the memory's
-// delta (wasm.State.MarshalDelta) and the overlay, left empty when the
+// delta (engine.State.MarshalDelta) and the overlay, left empty when the
 // overlay did not change (same_overlay).
 var (
 	sessionMagic = []byte("wasmpy-session\n")
@@ -45,7 +45,7 @@ type savedHeader struct {
 	Turns       int             `json:"turns"`
 	Interpreter InterpreterInfo `json:"interpreter"`
 	Packages    []PackageSet    `json:"packages"`
-	ImageKey    string          `json:"image_key"` // wasm.Engine.Key
+	ImageKey    string          `json:"image_key"` // engine.Engine.Key
 	StateHash   string          `json:"state_hash"`
 	Fresh       bool            `json:"fresh,omitempty"` // no turn has changed the memory yet
 	Base        string          `json:"base,omitempty"`  // a delta's: the state it applies to
@@ -331,7 +331,7 @@ func (s *Sandbox) decodeBody(hdr *savedHeader, body []byte, max int64) (*session
 	}
 	st := &sessionState{}
 	if !hdr.Fresh {
-		if st.mem, err = wasm.UnmarshalState(hdr.ImageKey, memBytes); err != nil {
+		if st.mem, err = engine.UnmarshalState(hdr.ImageKey, memBytes); err != nil {
 			return nil, err
 		}
 	} else if len(memBytes) != 0 {

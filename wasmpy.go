@@ -32,8 +32,8 @@ import (
 
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/internal/engine"
 	"github.com/wasmpy/wasmpy/packages"
-	"github.com/wasmpy/wasmpy/wasm"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
@@ -59,13 +59,13 @@ const (
 )
 
 // NoOutputLimit, as Limits.Output, lets a run write without limit.
-const NoOutputLimit = wasm.NoOutputLimit
+const NoOutputLimit = engine.NoOutputLimit
 
 // DefaultLimits are the limits where neither the Job nor the Config sets
 // one; a Job that streams its output (Stdout, Stderr) has no Output limit
 // by default.
 func DefaultLimits() Limits {
-	return Limits{Timeout: 30 * time.Second, Memory: wasm.DefaultMemoryLimit, Output: wasm.DefaultOutputLimit}
+	return Limits{Timeout: 30 * time.Second, Memory: engine.DefaultMemoryLimit, Output: engine.DefaultOutputLimit}
 }
 
 // Or returns l with its zero fields taken from d: the limits a job runs
@@ -151,7 +151,7 @@ type Sandbox struct {
 	sets   []PackageSet
 	dists  []packages.Distribution // of every set: the requirements allowlist
 	interp *assets.Interpreter
-	engine *wasm.Engine
+	engine *engine.Engine
 	llm    *hostfuncs.LLM
 	closed atomic.Bool
 
@@ -193,12 +193,16 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	for _, d := range interp.Packages {
 		dists = append(dists, packages.Distribution{Name: d.Name, Version: d.Version, Input: "interpreter"})
 	}
-	engine, err := wasm.New(ctx, wasm.Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine"),
+	eng, err := engine.New(ctx, engine.Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine"),
 		Site: site, SiteKey: setsKey(sets), Preload: cfg.Preload})
 	if err != nil {
+		var pe *engine.PreloadError
+		if errors.As(err, &pe) {
+			return nil, &PreloadError{Line: pe.Line}
+		}
 		return nil, err
 	}
-	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: engine, llm: hostfuncs.NewLLM(cfg.LLM),
+	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: eng, llm: hostfuncs.NewLLM(cfg.LLM),
 		sessions: sessions{limits: cfg.Sessions.Or(DefaultSessionLimits())}}, nil
 }
 
@@ -324,7 +328,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var from *wasm.State
+	var from *engine.State
 	if t != nil {
 		from = t.from.mem
 		if err := caps.workspace.Restore(t.from.overlay); err != nil {
@@ -332,7 +336,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 			return nil, err
 		}
 	}
-	out, err := s.engine.Run(ctx, &wasm.Run{Session: t != nil, From: from,
+	out, err := s.engine.Run(ctx, &engine.Run{Session: t != nil, From: from,
 		Code: job.Code, Filename: job.Filename, Args: job.Args, Module: job.Module, Interactive: job.Interactive, Stdin: job.Stdin,
 		Stdout: job.Stdout, Stderr: job.Stderr, Interrupt: job.Interrupt,
 		Timeout: lim.Timeout, MemoryLimit: lim.Memory, OutputLimit: lim.Output, Fuel: lim.Fuel,
@@ -344,7 +348,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 		if s.closed.Load() {
 			return nil, ErrClosed
 		}
-		if errors.Is(err, wasm.ErrForeignState) {
+		if errors.Is(err, engine.ErrForeignState) {
 			return nil, ErrForeignSession
 		}
 		return nil, err

@@ -12,7 +12,7 @@ import (
 )
 
 // Exit statuses of wasmpy's own, beside the script's and the sandbox
-// outcomes' (wasm.ExitCode).
+// outcomes' (wasmpy.Kind.ExitCode).
 const (
 	exitUsage  = 2   // bad flags, arguments or input files
 	exitWasmpy = 125 // wasmpy itself failed: no interpreter, a broken cache...

@@ -16,7 +16,6 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/packages"
-	"github.com/wasmpy/wasmpy/wasm"
 )
 
 func pkgCommand() *cli.Command {
@@ -119,7 +118,7 @@ func pkgShowAction(c *cli.Context) error {
 // not import, a usage error (exit 2), and the rest wasmpy's own failure.
 func pkgErr(err error) error {
 	var pe *packages.Error
-	var le *wasm.PreloadError
+	var le *wasmpy.PreloadError
 	if errors.As(err, &pe) || errors.As(err, &le) {
 		return usageErr("%s", strings.TrimPrefix(oneLine(err), "wasmpy: "))
 	}

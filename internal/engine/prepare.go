@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/internal/fuel"
+	"github.com/wasmpy/wasmpy/internal/wasmbin"
+)
+
+// prepareVersion changes whenever prepare would make different bytes.
+const prepareVersion = "3"
+
+// prepare returns the module to compile: the interpreter without its active
+// data segments when runs start from a snapshot, and instrumented for fuel
+// when metered. The result depends only on the verified interpreter, so it
+// is cached, with its SHA-256, to spare every process the work.
+func (e *Engine) prepare(cacheDir string) ([]byte, error) {
+	var path string
+	if cacheDir != "" {
+		key := sha256.Sum256(fmt.Appendf(nil, "%s %s %t %s %s", e.interp.SHA256, e.interp.Kind, e.metered, prepareVersion, fuel.GlobalName))
+		path = filepath.Join(cacheDir, "prepared", fmt.Sprintf("%x.wasm", key[:12]))
+		if b, err := os.ReadFile(path); err == nil && len(b) > sha256.Size {
+			if sum := sha256.Sum256(b[sha256.Size:]); bytes.Equal(sum[:], b[:sha256.Size]) {
+				return b[sha256.Size:], nil
+			}
+		}
+	}
+	wasm := e.interp.Wasm
+	if e.interp.Kind == assets.Wasmpy {
+		var err error
+		if wasm, _, err = wasmbin.DropActiveData(wasm); err != nil {
+			return nil, fmt.Errorf("wasmpy: interpreter: %w", err)
+		}
+	}
+	if e.metered {
+		var err error
+		if wasm, err = fuel.Instrument(wasm, &refuelImport); err != nil {
+			return nil, fmt.Errorf("wasmpy: metering the interpreter: %w", err)
+		}
+	}
+	if path != "" {
+		sum := sha256.Sum256(wasm)
+		// A cache that cannot be written costs the next process time, nothing else.
+		_ = writeFileAtomic(path, append(sum[:], wasm...))
+	}
+	return wasm, nil
+}
+
+// writeFileAtomic writes b to path so readers see the old file or the new
+// one, never a part.
+func writeFileAtomic(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
