@@ -193,8 +193,12 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	for _, d := range interp.Packages {
 		dists = append(dists, packages.Distribution{Name: d.Name, Version: d.Version, Input: "interpreter"})
 	}
+	// Making the image runs the preloads and the sets' .pth lines: it is
+	// bounded by the sandbox's limits, as a run is.
+	imageLimits := cfg.Limits.Or(DefaultLimits())
 	eng, err := engine.New(ctx, engine.Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine"),
-		Site: site, SiteKey: setsKey(sets), Preload: cfg.Preload})
+		Site: site, SiteKey: setsKey(sets), Preload: cfg.Preload,
+		ImageTimeout: imageLimits.Timeout, ImageMemory: imageLimits.Memory})
 	if err != nil {
 		var pe *engine.PreloadError
 		if errors.As(err, &pe) {

@@ -100,6 +100,9 @@ func execAction(c *cli.Context) error {
 	if handed, err := handOff(c, cfg, job, appPath, sigs); handed {
 		return err
 	}
+	// The sandbox's image is made (when not cached) under the run's own
+	// time and memory: a preload that loops ends with --timeout.
+	cfg.Limits = job.Limits.Or(cfg.Limits)
 	sb, stop, err := loadWithSignals(c, cfg, sigs)
 	if err != nil {
 		return err

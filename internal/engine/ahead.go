@@ -1,10 +1,12 @@
 package engine
 
 // A session's next turn will start from the state its last turn left: the
-// engine starts an instance from that state as soon as the turn ends, so
-// that the next turn finds it waiting for its job, as a plain run finds
-// its parked instance. It keeps such instances for the maxAhead states
-// used last; a turn from any other state starts its own.
+// engine lays that state over a fresh instance as soon as the turn ends,
+// so that the next turn finds its memory ready. It keeps such instances
+// for the maxAhead states used last; a turn from any other state lays its
+// own. Laying is the host's work only: no guest code runs ahead, since
+// what a turn left (a rebound name, a hook) would run outside any limit;
+// the runner starts inside the next turn (see parked.run).
 const maxAhead = 8
 
 type ahead struct {
@@ -12,7 +14,7 @@ type ahead struct {
 	c chan parkResult
 }
 
-// parkAhead starts an instance from s for a turn to come.
+// parkAhead lays an instance from s for a turn to come.
 func (e *Engine) parkAhead(s *State) {
 	c := make(chan parkResult, 1)
 	e.aheadMu.Lock()
@@ -33,7 +35,7 @@ func (e *Engine) parkAhead(s *State) {
 	}()
 }
 
-// takeAhead returns the instance started ahead from s, if any.
+// takeAhead returns the instance laid ahead from s, if any.
 func (e *Engine) takeAhead(s *State) (*parked, bool) {
 	e.aheadMu.Lock()
 	var c chan parkResult
@@ -52,7 +54,7 @@ func (e *Engine) takeAhead(s *State) (*parked, bool) {
 	return r.p, r.err == nil
 }
 
-// Forget discards the instance started ahead from s, for a session that
+// Forget discards the instance laid ahead from s, for a session that
 // will not run again (closed, expired) or has moved on.
 func (e *Engine) Forget(s *State) {
 	e.aheadMu.Lock()
@@ -66,9 +68,9 @@ func (e *Engine) Forget(s *State) {
 	}
 }
 
-// stopAhead discards every instance started ahead, when the engine closes,
-// once each is made, and waits for every start in progress (some
-// discarded already) to end.
+// stopAhead discards every instance laid ahead, when the engine closes,
+// once each is made, and waits for every laying in progress (host work,
+// bounded; some discarded already) to end.
 func (e *Engine) stopAhead() {
 	e.aheadMu.Lock()
 	all := e.ahead

@@ -65,7 +65,16 @@ type Config struct {
 	// Preload are modules every run finds imported: the wasmpy build
 	// imports them before its snapshot, so a run pays nothing for them.
 	Preload []string
+	// ImageTimeout and ImageMemory bound making the snapshot image, which
+	// runs the preloads and the package sets' .pth lines: 0 means
+	// MaxImageTimeout and DefaultMemoryLimit. Past either, New fails with
+	// a *PreloadError.
+	ImageTimeout time.Duration
+	ImageMemory  uint64
 }
+
+// MaxImageTimeout is the longest making a snapshot image may take.
+const MaxImageTimeout = 2 * time.Minute
 
 // Engine holds one compiled interpreter; it is safe for concurrent Runs.
 type Engine struct {
@@ -82,6 +91,9 @@ type Engine struct {
 	// instance waits, parked, for the next run (see parked.go).
 	image *image
 	key   string // imageKey of image
+	// imageTimeout and imageMemory bound making the image (Config).
+	imageTimeout time.Duration
+	imageMemory  uint64
 	// base is the image mapped for reading, once a session needs it.
 	baseOnce sync.Once
 	base     []byte
@@ -128,7 +140,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc), site: site,
+		imageTimeout: MaxImageTimeout, imageMemory: DefaultMemoryLimit,
 		key: imageKey(cfg.Interpreter, site.key, strings.Join(site.preload, ","))}
+	if cfg.ImageTimeout > 0 {
+		e.imageTimeout = min(cfg.ImageTimeout, MaxImageTimeout)
+	}
+	if cfg.ImageMemory > 0 {
+		e.imageMemory = min(cfg.ImageMemory, maxMemory)
+	}
 	e.alive, e.kill = context.WithCancelCause(context.Background())
 	if err := e.start(ctx, cfg.CacheDir); err != nil {
 		e.kill(err)

@@ -64,7 +64,7 @@ func TestFuelExhaustion(t *testing.T) {
 
 func TestFuelDeterministic(t *testing.T) {
 	e := testEngine(t, true)
-	code, err := os.ReadFile("../testdata/bench/cpu.py")
+	code, err := os.ReadFile("../../testdata/bench/cpu.py")
 	require.NoError(t, err)
 	run := &Run{Code: string(code) + "\nimport time, random\nprint(time.time(), random.random())\n", Fuel: 1 << 40, Deterministic: true}
 	first := runOn(t, e, run)
@@ -87,7 +87,7 @@ func TestFuelDeterministic(t *testing.T) {
 }
 
 func TestFuelSameOutputAsUnmetered(t *testing.T) {
-	code, err := os.ReadFile("../testdata/bench/cpu.py")
+	code, err := os.ReadFile("../../testdata/bench/cpu.py")
 	require.NoError(t, err)
 	run := &Run{Code: string(code), Fuel: 1 << 40, Deterministic: true}
 	metered := runOn(t, testEngine(t, true), run)
@@ -137,7 +137,7 @@ func TestFuelLoopScale(t *testing.T) {
 // BenchmarkMetering runs the CPU benchmark on the same interpreter metered
 // and unmetered, alternating within one run.
 func BenchmarkMetering(b *testing.B) {
-	code, err := os.ReadFile("../testdata/bench/cpu.py")
+	code, err := os.ReadFile("../../testdata/bench/cpu.py")
 	require.NoError(b, err)
 	for _, metered := range []bool{false, true} {
 		name := map[bool]string{false: "unmetered", true: "metered"}[metered]

@@ -30,13 +30,16 @@ var (
 // limits to it, lets it go on, and closes it afterwards; no instance serves
 // two runs.
 type parked struct {
-	mod    api.Module
-	mem    *memory
-	st     *runState
-	cancel context.CancelCauseFunc
-	done   chan struct{} // closed when the runner's PyRun_SimpleString returns
-	err    error         // what it returned
-	ret    int32         // and its result: 0 when the runner ended normally
+	mod     api.Module
+	mem     *memory
+	st      *runState
+	ctx     context.Context // the instance's: e.alive's, with its state
+	cancel  context.CancelCauseFunc
+	runCode uint32        // the runner's entry in the image
+	started bool          // launch has run (or close, for one never started)
+	done    chan struct{} // closed when the runner's PyRun_SimpleString returns
+	err     error         // what it returned
+	ret     int32         // and its result: 0 when the runner ended normally
 
 	lingering *sync.WaitGroup // the engine's instances not yet closed
 }
@@ -73,9 +76,11 @@ func (e *Engine) parked() (*parked, error) {
 	return r.p, r.err
 }
 
-// sessionInstance starts an instance from state for a session's turn, in
-// the blank instance made ahead by the turn before (the first turn from a
-// state makes its own), and makes the next one ahead.
+// sessionInstance lays from over the blank instance made ahead by the turn
+// before (the first turn from a state makes its own), and makes the next
+// one ahead. No guest code runs: the runner of an instance whose memory
+// the guest left starts inside the turn that takes it, under that turn's
+// limits (see parked.run).
 func (e *Engine) sessionInstance(from *State) (*parked, error) {
 	e.nextMu.Lock()
 	spare := e.spare
@@ -99,7 +104,7 @@ func (e *Engine) sessionInstance(from *State) (*parked, error) {
 			return nil, err
 		}
 	}
-	return e.begin(b, from)
+	return e.lay(b, from)
 }
 
 type blankResult struct {
@@ -153,18 +158,49 @@ func (b *blank) close() {
 	b.m.Close(context.Background())
 }
 
-// park starts an instance from the image.
+// park starts an instance from the image and its runner, which waits for
+// its job. The image is the host's (its interpreter, package sets and
+// preloads), not a guest's, but what its preloads left may still run at
+// the runner's start: that start is bounded by parkFuel and parkMemory,
+// and an instance that passes them is discarded with an error.
 func (e *Engine) park() (*parked, error) {
 	b, err := e.instantiate()
 	if err != nil {
 		return nil, err
 	}
-	return e.begin(b, nil)
+	p, err := e.lay(b, nil)
+	if err != nil {
+		return nil, err
+	}
+	p.mem.limit = uint64(e.image.size) + parkMemory
+	p.st.meter.start(p.mod, parkFuel) // the runner's start is not the run's
+	p.launch(e.image.runCode)
+	select {
+	case <-p.st.waiting:
+		return p, nil
+	case <-p.done:
+		p.close()
+		why := fmt.Sprint(p.err)
+		if p.st.meter.exhausted() {
+			why = fmt.Sprintf("it ran past %d units of fuel (a preloaded module's code?)", parkFuel)
+		} else if p.mem.refused.Load() {
+			why = fmt.Sprintf("it needed more than %s of memory over the image", sizeText(parkMemory))
+		}
+		return nil, fmt.Errorf("wasmpy: start instance: the runner ended before asking for its job: %s", why)
+	}
 }
 
-// begin lays the image over b's memory, with from's pages over it when
-// from is not nil, and starts the runner, which waits for its job.
-func (e *Engine) begin(b *blank, from *State) (*parked, error) {
+// What an instance started from the image may spend before it waits for
+// its job: about a second of CPython, and memory over the image's.
+const (
+	parkFuel   = 1 << 28
+	parkMemory = 64 << 20
+)
+
+// lay lays the image over b's memory, with from's pages over it when from
+// is not nil: the host's work only, no guest code runs. The instance's
+// runner starts with launch.
+func (e *Engine) lay(b *blank, from *State) (*parked, error) {
 	m, mem, st, ctx, cancel := b.m, b.mem, b.st, b.ctx, b.cancel
 	fail := func(err error) (*parked, error) {
 		b.close()
@@ -192,37 +228,43 @@ func (e *Engine) begin(b *blank, from *State) (*parked, error) {
 		}
 	}
 	st.intr.mod, st.intr.ctx = m, ctx
-	p := &parked{mod: m, mem: mem, st: st, cancel: cancel, done: make(chan struct{}), lingering: &e.lingering}
-	st.meter.start(m, math.MaxInt64) // the runner's start is not the run's
+	e.lingering.Add(1) // Done once close has closed it
+	return &parked{mod: m, mem: mem, st: st, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		runCode: e.image.runCode, lingering: &e.lingering}, nil
+}
+
+// launch starts p's runner: PyRun_SimpleString of the image's entry, in a
+// goroutine; done is closed when it returns.
+func (p *parked) launch(runCode uint32) {
+	p.started = true
 	go func() {
 		var r uint64
-		r, p.err = call(ctx, m, "PyRun_SimpleString", uint64(e.image.runCode))
+		r, p.err = call(p.ctx, p.mod, "PyRun_SimpleString", uint64(runCode))
 		p.ret = int32(r)
-		st.meter.stop()
+		p.st.meter.stop()
 		close(p.done)
 	}()
-	// Parked means waiting in _job: what the runner did before is ordered
-	// before bind, and a run never waits for it.
-	select {
-	case <-st.waiting:
-		e.lingering.Add(1) // Done once close has closed it
-		return p, nil
-	case <-p.done:
-		return fail(fmt.Errorf("the runner ended before asking for its job: %v", p.err))
-	}
 }
 
 // run lets p run the job bound to p.st, with a fuel budget, and waits for
-// it to end; the run's ctx reaches the instance through p.cancel.
+// it to end; the run's ctx reaches the instance through p.cancel. An
+// instance laid from a session's state starts its runner here, inside the
+// run: whatever the guest left in that state runs under the run's context,
+// deadline (the meter's, set before), fuel and memory limit, never before.
 func (p *parked) run(ctx context.Context, limit uint64, budget int64) error {
 	p.mem.limit = limit
 	if size := uint64(len(p.mem.buf)); size > limit {
 		p.mem.refused.Store(true)
 		return fmt.Errorf("the interpreter needs %d bytes of memory at start", size)
 	}
-	p.st.meter.reset(budget)
 	stop := context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })
 	defer stop()
+	if p.started {
+		p.st.meter.reset(budget)
+	} else {
+		p.st.meter.start(p.mod, budget)
+		p.launch(p.runCode)
+	}
 	close(p.st.ready)
 	select {
 	case <-p.done:
@@ -252,6 +294,10 @@ const stopGrace = 10 * time.Millisecond
 // never let go finds its _job call refused.
 func (p *parked) close() {
 	p.cancel(errDiscarded)
+	if !p.started { // no runner: nothing to wait for
+		p.started = true
+		close(p.done)
+	}
 	go func() {
 		defer p.lingering.Done()
 		<-p.done

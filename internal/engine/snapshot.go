@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -25,6 +26,8 @@ const preload = "import os, json, re, math, collections, itertools, functools, d
 	// Objects of the image stay out of the collector's sight, so a run's
 	// collections neither walk nor touch (copy) the image's pages.
 	"import gc; gc.collect(); gc.freeze()\n"
+
+var errImageTimeout = errors.New("wasmpy: making the image timed out")
 
 // snapshot gives the engine its image: from the cache when an earlier
 // process made it, else by initialising the interpreter once.
@@ -53,12 +56,22 @@ func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 // initialise runs the interpreter's initialisation and our bootstrap, and
 // returns the memory afterwards. Mutable state outside linear memory is only
 // the stack pointer, which is back at its start when the host regains control.
+//
+// It runs the preloads and the package sets' .pth lines, so it is bounded
+// as a run is: by e.imageTimeout (and ctx) and e.imageMemory.
 func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	stderr := &output{keep: 64 << 10, limit: NoOutputLimit, full: func() {}}
 	st := newRunState(e.newMeter())
+	outer := ctx
+	ctx, cancel := context.WithTimeoutCause(ctx, e.imageTimeout, errImageTimeout)
+	defer cancel()
+	if deadline, ok := ctx.Deadline(); ok {
+		st.meter.until(deadline, cancel)
+	}
+	mem := &memory{limit: e.imageMemory}
 	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
 	ctx = context.WithValue(ctx, stateKey{}, st)
-	ctx = experimental.WithMemoryAllocator(ctx, &memory{limit: maxMemory})
+	ctx = experimental.WithMemoryAllocator(ctx, mem)
 	cfg := e.moduleConfig(st).WithEnv("PYTHONHOME", "/usr/local")
 	m, err := e.rt.InstantiateModule(ctx, e.mod, cfg)
 	if err != nil {
@@ -68,6 +81,14 @@ func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	st.meter.start(m, math.MaxInt64)
 	defer st.meter.stop()
 	fail := func(step string, err error) ([]byte, uint32, error) {
+		switch {
+		case outer.Err() != nil:
+			return nil, 0, fmt.Errorf("wasmpy: making the interpreter's image: %w", context.Cause(outer))
+		case ctx.Err() != nil:
+			return nil, 0, &PreloadError{Line: fmt.Sprintf("wasmpy: making the interpreter's image took longer than %v: a preloaded module or a package set's .pth line does not finish", e.imageTimeout)}
+		case mem.refused.Load():
+			return nil, 0, &PreloadError{Line: fmt.Sprintf("wasmpy: making the interpreter's image needed more than %s of memory: a preloaded module or a package set's .pth line", sizeText(e.imageMemory))}
+		}
 		return nil, 0, fmt.Errorf("wasmpy: interpreter %s: %v: %s", step, err, stderr.bytes())
 	}
 	_, segments, err := wasmbin.DropActiveData(e.interp.Wasm)
@@ -90,6 +111,9 @@ func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 		return fail("bootstrap", err)
 	}
 	if r, err := call(ctx, m, "PyRun_SimpleString", uint64(boot)); err != nil || int32(r) != 0 {
+		if ctx.Err() != nil || mem.refused.Load() {
+			return fail("bootstrap", err)
+		}
 		if err := preloadError(stderr.bytes()); err != nil {
 			return nil, 0, err
 		}

@@ -28,8 +28,10 @@ func Bootstrap(then string) string {
 		"del _m, sys, types\n" + then
 }
 
-// RunMain is what each run of the wasmpy build executes.
-const RunMain = "__import__('_wasmpy_runner').main()\n"
+// RunMain is what each run of the wasmpy build executes, in the module the
+// runner keeps as __main__ between runs: its entry, by a name only that
+// module holds.
+const RunMain = "_wasmpy_entry()\n"
 
 // CommandMain ends the bootstrap under a plain WASI build (python -c).
 const CommandMain = "__import__('_wasmpy_runner').command_main()\n"

@@ -155,9 +155,20 @@ def _flushing(module, name):
     setattr(module, name, flushed)
 
 
+# The module the host's entry point runs in (pyhost.RunMain): made once,
+# holding only the builtins and the entry, and put back as __main__ when a
+# run ends, so that a session's next turn starts its runner without
+# looking up a name the turn before could have defined (a global
+# __import__). The limits of that turn still hold whatever the state left.
+_entry_main = None
+
+
 def init(wasmpy_source):
     """Runs once per interpreter, before the snapshot (or before main)."""
-    global _api
+    global _api, _entry_main
+    _entry_main = types.ModuleType("__main__")
+    _entry_main.__dict__.update(__builtins__=builtins, _wasmpy_entry=main)
+    sys.modules["__main__"] = _entry_main
     _streams()
     _api = types.ModuleType("wasmpy")
     _api.__dict__["_call"] = _Transport.call
@@ -539,6 +550,7 @@ def main():
     job = _Transport.call("_job", None)
     report = _run_safely(job, lambda: _Transport.call("_source", None))
     _flush()
+    sys.modules["__main__"] = _entry_main
     _Transport.call("_report", report)
 
 
