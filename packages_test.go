@@ -19,6 +19,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/internal/testing/needs"
 	"github.com/wasmpy/wasmpy/packages"
 )
 
@@ -42,7 +43,7 @@ func debianInputs(t testing.TB) []string {
 	for name, p := range lock.Packages {
 		in := filepath.Join(dir, name+"_"+p.Version)
 		if _, err := os.Stat(in); err != nil {
-			t.Skipf("%s is missing: run `make packages`", in)
+			needs.Skipf(t, "%s is missing: run `make packages`", in)
 		}
 		inputs = append(inputs, in)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/internal/testing/needs"
 )
 
 // dirs are the test directories `all` selects, numpy's packages in turn.
@@ -124,7 +125,7 @@ func pytestSet(t *testing.T) string {
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		if e, ok := err.(*exec.ExitError); ok && e.ExitCode() == 3 {
-			t.Skipf("this machine cannot fetch pytest.lock's packages: %s", stderr.String())
+			needs.Skipf(t, "this machine cannot fetch pytest.lock's packages: %s", stderr.String())
 		}
 		require.NoError(t, err, "fetching pytest.lock's packages: %s", stderr.String())
 	}
