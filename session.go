@@ -225,7 +225,9 @@ func (s *Sandbox) openSession(id string, st *sessionState, turns int) (*Session,
 		return nil, fmt.Errorf("%w: the limit is %d", ErrTooManySessions, r.limits.Max)
 	}
 	sess := &Session{sb: s, id: id, ttl: r.limits.IdleTTL, max: r.limits.MaxStateBytes, state: st, turns: turns, used: time.Now()}
+	sess.mu.Lock() // expire reads the timer, under mu: a short TTL may fire before AfterFunc returns
 	sess.timer = time.AfterFunc(sess.ttl, sess.expire)
+	sess.mu.Unlock()
 	if r.open == nil {
 		r.open = map[string]*Session{}
 	}
