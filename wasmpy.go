@@ -68,8 +68,16 @@ func DefaultLimits() Limits {
 	return Limits{Timeout: 30 * time.Second, Memory: engine.DefaultMemoryLimit, Output: engine.DefaultOutputLimit}
 }
 
-// Or returns l with its zero fields taken from d: the limits a job runs
-// with are job.Limits.Or(config.Limits).Or(DefaultLimits()).
+// Limits combine in two ways, and only these two (see Or and Within): Or
+// fills what is left unset from defaults, where nobody asked for anything;
+// Within bounds what someone asked for by what another allows, the lower
+// value field by field. Whoever decides for someone else (a service's tier,
+// a token's maximum, an operator's ceiling) combines with Within, never Or:
+// a request can then lower a limit, never raise it.
+
+// Or returns l with its zero fields taken from d: defaults, not bounds.
+// The limits a job runs with are job.Limits.Or(config.Limits).Or(DefaultLimits())
+// (Sandbox.RunLimits).
 func (l Limits) Or(d Limits) Limits {
 	if l.Timeout == 0 {
 		l.Timeout = d.Timeout
@@ -83,6 +91,31 @@ func (l Limits) Or(d Limits) Limits {
 	if l.Fuel == 0 {
 		l.Fuel = d.Fuel
 	}
+	return l
+}
+
+// Within returns l bounded by ceil, field by field: each limit is the lower
+// of l's and ceil's. A field that sets no bound (zero; for Output also
+// NoOutputLimit, for Fuel zero is unmetered) loses to one that does, so a
+// bound on either side holds; where neither sets one, l's stays. It never
+// raises a limit of l's, and a.Within(b).Within(c) == a.Within(b.Within(c)).
+func (l Limits) Within(ceil Limits) Limits {
+	lower := func(v, c int64) int64 {
+		if c > 0 && (v <= 0 || c < v) {
+			return c
+		}
+		return v
+	}
+	lowerU := func(v, c uint64) uint64 {
+		if c > 0 && (v == 0 || c < v) {
+			return c
+		}
+		return v
+	}
+	l.Timeout = time.Duration(lower(int64(l.Timeout), int64(ceil.Timeout)))
+	l.Memory = lowerU(l.Memory, ceil.Memory)
+	l.Output = int(lower(int64(l.Output), int64(ceil.Output)))
+	l.Fuel = lowerU(l.Fuel, ceil.Fuel)
 	return l
 }
 
@@ -324,7 +357,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	if err := job.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	lim := job.Limits.Or(s.cfg.Limits).Or(DefaultLimits())
+	lim := s.RunLimits(job.Limits)
 	if job.Limits.Output == 0 && s.cfg.Limits.Output == 0 && (job.Stdout != nil || job.Stderr != nil) {
 		lim.Output = 0 // the engine's default for a stream: none, and a capped capture
 	}
@@ -377,6 +410,14 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	res.LLM = caps.llm.Usage()
 	res.workspace = caps.workspace
 	return res, nil
+}
+
+// RunLimits are the limits a job asking for asked runs with:
+// asked.Or(Config.Limits).Or(DefaultLimits()), what a record of the run
+// reports. (A job that streams its output and sets no Output limit gets
+// none, and keeps a capped capture.)
+func (s *Sandbox) RunLimits(asked Limits) Limits {
+	return asked.Or(s.cfg.Limits).Or(DefaultLimits())
 }
 
 // allowImports is the import policy of a run: the modules both lists allow,

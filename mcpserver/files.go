@@ -26,6 +26,11 @@ type files struct {
 	maxFiles          int
 	mu                sync.Mutex // one writer at a time, so the bounds hold
 	root              *os.Root
+	// size is what the files hold, as counted against budget (owner's);
+	// nil budget: none.
+	size   int64
+	budget *workspaceBudget
+	owner  string
 }
 
 // FileInfo describes one workspace file.
@@ -60,6 +65,22 @@ func newFiles(parent string, cfg workspace.Config) (*files, error) {
 func (f *files) close() {
 	f.root.Close()
 	os.RemoveAll(f.dir)
+	f.mu.Lock()
+	f.account(0)
+	f.mu.Unlock()
+}
+
+// account counts the files as holding total bytes now, against the
+// budget: growth past it is refused; f.mu is held.
+func (f *files) account(total int64) error {
+	if f.budget == nil {
+		return nil
+	}
+	if err := f.budget.grow(f.owner, total-f.size); err != nil {
+		return err
+	}
+	f.size = total
+	return nil
 }
 
 // cleanPath checks a workspace path from a client: relative, /-separated,
@@ -114,6 +135,12 @@ func (f *files) write(p string, data []byte) (FileInfo, error) {
 	if !exists && len(list) >= f.maxFiles {
 		return FileInfo{}, fmt.Errorf("%s: the workspace already holds %d files, its limit", c, len(list))
 	}
+	if total > f.size { // the budget counts the most the files may come to; a shrink is counted once written
+		if err := f.account(total); err != nil {
+			return FileInfo{}, err
+		}
+	}
+	defer f.recount()
 	if dir := path.Dir(c); dir != "." {
 		if err := f.root.MkdirAll(dir, 0o755); err != nil {
 			return FileInfo{}, fmt.Errorf("%s: %w", c, unwrapPath(err))
@@ -134,10 +161,26 @@ func (f *files) remove(p string) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer f.recount()
 	if err := f.root.RemoveAll(c); err != nil {
 		return fmt.Errorf("%s: %w", c, unwrapPath(err))
 	}
 	return nil
+}
+
+// recount counts what the files hold now against the budget (after a
+// write or a removal, which may have freed some); f.mu is held.
+func (f *files) recount() {
+	if f.budget == nil {
+		return
+	}
+	var total int64
+	if list, err := f.listLocked(""); err == nil {
+		for _, fi := range list {
+			total += fi.Size
+		}
+		f.account(total) // never growth past what write reserved
+	}
 }
 
 // read returns the contents of p.

@@ -127,11 +127,27 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if strings.TrimSpace(a.Code) == "" {
 		return s.fail(invalidParams(`run_python: "code" is empty`))
 	}
-	tier, err := s.cfg.Executor.ExecTier("") // MCP's runs and sessions have the service's default tier
+	c, err := s.conn(req.Session)
 	if err != nil {
 		return s.fail(err)
 	}
-	lim, err := a.Limits.Within(tier.LimitsWithin(s.cfg.ExecLimits))
+	// The service's default tier, within the caller's maximum; a session's
+	// turn, the session's (the executor checks it against the caller's
+	// maximum too).
+	tier, err := s.cfg.Executor.ExecTier(c.caller, "")
+	if err != nil {
+		return s.fail(err)
+	}
+	if a.SessionID != "" {
+		in, err := s.cfg.Executor.Session(ctx, a.SessionID, c.caller)
+		if err != nil {
+			return s.fail(err)
+		}
+		if tier, err = s.cfg.Executor.ExecTier(c.caller, in.Tier); err != nil {
+			return s.fail(err)
+		}
+	}
+	lim, err := s.cfg.Executor.ExecLimits(tier, a.Limits, s.cfg.ExecLimits)
 	if err != nil {
 		return s.fail(err)
 	}
@@ -152,16 +168,12 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			return s.fail(invalidParams("run_python: files: %v", err))
 		}
 	}
-	c, err := s.conn(req.Session)
-	if err != nil {
-		return s.fail(err)
-	}
 	ereq := skills.ExecRequest{Code: a.Code, Args: a.Args, Stdin: a.Stdin, Limits: lim, Workspace: ws.dir,
-		ActorID: actor(req.Session), ActorType: "mcp"}
+		ActorID: actor(req.Session), ActorType: "mcp", Tier: tier.Name, Caller: c.caller}
 	run := func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, ereq) }
 	if a.SessionID != "" {
 		run = func(ctx context.Context) (*skills.Execution, error) {
-			return s.cfg.Executor.SessionExec(ctx, a.SessionID, c.owner, ereq)
+			return s.cfg.Executor.SessionExec(ctx, a.SessionID, ereq)
 		}
 	}
 	var p *progress

@@ -63,6 +63,10 @@ type Config struct {
 	// SessionTimeout closes idle sessions over HTTP; 0 means
 	// DefaultSessionTimeout.
 	SessionTimeout time.Duration
+	// Budgets bound the MCP sessions over HTTP and their workspaces, in
+	// all and per caller (the token the HTTP service authenticated); zero
+	// fields: DefaultBudgets.
+	Budgets Budgets
 	// Version is the server version clients see.
 	Version string
 	// Logger gets the host's own failures; nil logs nothing.
@@ -81,6 +85,9 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[*mcp.ServerSession]*conn
 	closed bool
+
+	http httpSessions // the MCP sessions over HTTP: whose each is, and the ceilings
+	ws   workspaceBudget
 }
 
 // New checks cfg, learns what the sandbox offers (one short run), and
@@ -113,7 +120,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
+	cfg.Budgets = cfg.Budgets.or(DefaultBudgets())
 	s := &Server{cfg: cfg, adm: adm, log: cfg.Logger, about: about, tmp: tmp, conns: map[*mcp.ServerSession]*conn{}}
+	s.ws.global, s.ws.perCaller = cfg.Budgets.Workspaces, cfg.Budgets.WorkspacesPerCaller
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -148,7 +157,11 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSessi
 }
 
 // Handler serves the streamable HTTP transport (POST, GET and DELETE on
-// one path). Put it behind the caller's own authentication.
+// one path). Put it behind the caller's own authentication, which hands
+// the caller on in the request's context (skills.WithCaller, as the HTTP
+// service does): an MCP session belongs to the caller that opened it (any
+// other gets 404, as for a session that does not exist), its runs get that
+// caller's tier, and Config.Budgets bound the sessions each caller opens.
 func (s *Server) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{SessionTimeout: s.cfg.SessionTimeout, Logger: s.log})
@@ -156,7 +169,7 @@ func (s *Server) Handler() http.Handler {
 		if r.Method == http.MethodGet { // a stream the server keeps open: no write deadline
 			http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		}
-		h.ServeHTTP(w, r)
+		s.serveHTTP(h, w, r)
 	})
 }
 
@@ -173,11 +186,14 @@ func (s *Server) Close() error {
 	return os.RemoveAll(s.tmp)
 }
 
-// conn is what the server keeps for one MCP session: its workspace (made
-// on first use) and the sandbox sessions it opened, all dropped when it
-// ends.
+// conn is what the server keeps for one MCP session: who it is (the
+// caller that opened it), its workspace (made on first use) and the
+// sandbox sessions it opened, all dropped when it ends.
 type conn struct {
-	owner    string // owns its sandbox sessions: no other MCP session can name them
+	// caller is the MCP session's: over HTTP the token that opened it,
+	// over stdio the zero Caller (the local user); its Scope makes its
+	// sandbox sessions its own, which no other MCP session can name.
+	caller   skills.Caller
 	mu       sync.Mutex
 	files    *files
 	sessions map[string]bool
@@ -193,7 +209,12 @@ func (s *Server) conn(ss *mcp.ServerSession) (*conn, error) {
 	if c, ok := s.conns[ss]; ok {
 		return c, nil
 	}
-	c := &conn{owner: "mcp/" + provenance.NewID(), sessions: map[string]bool{}}
+	caller, err := s.http.callerOf(ss.ID())
+	if err != nil {
+		return nil, err
+	}
+	caller.Scope = "mcp/" + provenance.NewID()
+	c := &conn{caller: caller, sessions: map[string]bool{}}
 	s.conns[ss] = c
 	go func() {
 		ss.Wait()
@@ -217,6 +238,7 @@ func (s *Server) files(ss *mcp.ServerSession) (*files, error) {
 		if c.files, err = newFiles(s.tmp, s.cfg.Workspace); err != nil {
 			return nil, err
 		}
+		c.files.budget, c.files.owner = &s.ws, c.caller.Owner
 	}
 	return c.files, nil
 }
@@ -227,7 +249,7 @@ func (s *Server) drop(c *conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for id := range c.sessions {
-		s.cfg.Executor.CloseSession(context.Background(), id, c.owner)
+		s.cfg.Executor.CloseSession(context.Background(), id, c.caller)
 	}
 	c.sessions = nil
 	if c.files != nil {

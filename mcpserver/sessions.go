@@ -76,7 +76,7 @@ func (s *Server) sessionCreate(ctx context.Context, req *mcp.CallToolRequest) (*
 	if err != nil {
 		return s.fail(err)
 	}
-	info, err := s.cfg.Executor.NewSession(ctx, c.owner, "")
+	info, err := s.cfg.Executor.NewSession(ctx, c.caller, "")
 	if err != nil {
 		return s.fail(err)
 	}
@@ -93,7 +93,7 @@ func (s *Server) sessionFork(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return s.fail(err)
 	}
-	info, err := s.cfg.Executor.ForkSession(ctx, a.SessionID, c.owner)
+	info, err := s.cfg.Executor.ForkSession(ctx, a.SessionID, c.caller)
 	if err != nil {
 		return s.fail(err)
 	}
@@ -110,7 +110,7 @@ func (s *Server) sessionClose(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err != nil {
 		return s.fail(err)
 	}
-	if err := s.cfg.Executor.CloseSession(ctx, a.SessionID, c.owner); err != nil {
+	if err := s.cfg.Executor.CloseSession(ctx, a.SessionID, c.caller); err != nil {
 		return s.fail(err)
 	}
 	c.mu.Lock()
@@ -124,7 +124,7 @@ func (s *Server) opened(c *conn, id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sessions == nil { // the MCP session ended meanwhile
-		s.cfg.Executor.CloseSession(context.Background(), id, c.owner)
+		s.cfg.Executor.CloseSession(context.Background(), id, c.caller)
 		return
 	}
 	c.sessions[id] = true

@@ -75,7 +75,16 @@ func (s *Server) callSkill(ctx context.Context, req *mcp.CallToolRequest, sk *sk
 		return s.fail(invalidParams("%s: arguments: %v", sk.Name, err))
 	}
 	approved, _ := req.Params.Meta[ApprovedMeta].(bool)
-	sreq := skills.Request{Args: args, ActorID: actor(req.Session), ActorType: "mcp", Approved: approved}
+	c, err := s.conn(req.Session)
+	if err != nil {
+		return s.fail(err)
+	}
+	sreq := skills.Request{Args: args, ActorID: actor(req.Session), ActorType: "mcp", Approved: approved, Caller: c.caller}
+	tier, err := s.cfg.Executor.SkillTier(c.caller, sk, "") // the skill's own, within the caller's maximum
+	if err != nil {
+		return s.fail(err)
+	}
+	sreq.Tier = tier.Name
 	if _, err := sk.Check(sreq); err != nil {
 		return s.fail(err)
 	}

@@ -55,6 +55,11 @@ type Record struct {
 	Version     string `json:"version"`
 	ActorID     string `json:"actor_id"`
 	ActorType   string `json:"actor_type"`
+	// Caller is who asked for the run, as the service authenticated it
+	// (skills.Caller.Owner: a token's identity, "" without tokens), unlike
+	// the actor, which the request names itself. A caller reads its own
+	// records only. Not part of the record's JSON.
+	Caller      string `json:"-"`
 	Approved    bool   `json:"approved"`
 	Tier        string `json:"tier"`         // the trust tier (policy profile) the run had
 	CodeHash    string `json:"code_hash"`    // hex SHA-256 of the code run (a skill's handler source, the generated code)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 func codeOf(t *testing.T, err error) string {
@@ -67,13 +68,23 @@ func TestAdmission(t *testing.T) {
 	require.Equal(t, []skills.ExecutionCount{{Skill: "", Outcome: "exception", Count: 1}, {Skill: "", Outcome: "ok", Count: 1}}, st.Executions)
 }
 
-func TestRequestedLimits(t *testing.T) {
+// TestExecLimits: what raw code gets is the lower, field by field, of what
+// it asked, its tier's limits and the ceilings; asking for more is refused.
+func TestExecLimits(t *testing.T) {
+	ex := testExecutor(t)
+	testing_, err := ex.Tiers().Lookup(tiers.Testing)
+	require.NoError(t, err)
 	ceil := wasmpy.Limits{Timeout: 5 * time.Second, Memory: 64 << 20}
-	lim, err := skills.RequestedLimits{TimeoutMS: 200, Fuel: 1000}.Within(ceil)
+	lim, err := ex.ExecLimits(testing_, skills.RequestedLimits{TimeoutMS: 200, Fuel: 1000}, ceil)
 	require.NoError(t, err)
 	require.Equal(t, wasmpy.Limits{Timeout: 200 * time.Millisecond, Memory: 64 << 20, Fuel: 1000}, lim)
+	lim, err = ex.ExecLimits(testing_, skills.RequestedLimits{})
+	require.NoError(t, err)
+	require.Equal(t, testing_.Limits, lim, "nothing asked, no ceiling: the tier's")
 	for _, r := range []skills.RequestedLimits{{TimeoutMS: 6000}, {TimeoutMS: -1}, {MemoryBytes: 1 << 30}} {
-		_, err := r.Within(ceil)
+		_, err := ex.ExecLimits(testing_, r, ceil)
 		require.Equal(t, skills.CodeBadRequest, codeOf(t, err), "%+v", r)
 	}
+	_, err = ex.ExecLimits(testing_, skills.RequestedLimits{TimeoutMS: 30_000})
+	require.ErrorContains(t, err, "limits.timeout_ms: want 1 to 20000", "above the tier's")
 }

@@ -68,6 +68,9 @@ type ExecutorConfig struct {
 	// names none; "" means testing (a session's turns use the workspace),
 	// or the strictest where Tiers has no testing.
 	DefaultTier string
+	// Budgets bound what sessions hold, in all and per caller; zero
+	// fields: DefaultSessionBudgets.
+	Budgets SessionBudgets
 }
 
 // Executor runs skills, each run in a fresh instance of one sandbox with
@@ -114,19 +117,27 @@ func (e *Executor) Interpreter() wasmpy.InterpreterInfo { return e.sb.Interprete
 // LoadOptions.AllowExternalCalls.
 func (e *Executor) AllowsExternalCalls() bool { return e.cfg.Sandbox.LLM.BaseURL != "" }
 
-// Lookup returns the provenance record of an execution, or
-// provenance.ErrNotFound.
-func (e *Executor) Lookup(ctx context.Context, id string) (*provenance.Record, error) {
+// Lookup returns the provenance record of an execution c asked for (an
+// admin's: any), or provenance.ErrNotFound: another caller's record is
+// not told apart from one that does not exist.
+func (e *Executor) Lookup(ctx context.Context, c Caller, id string) (*provenance.Record, error) {
 	if e.cfg.Store == nil || !provenance.ValidID(id) {
 		return nil, provenance.ErrNotFound
 	}
-	return e.cfg.Store.Get(ctx, id)
+	rec, err := e.cfg.Store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Admin && rec.Caller != c.Owner {
+		return nil, provenance.ErrNotFound
+	}
+	return rec, nil
 }
 
 // Describe is the skill's public description, with the tier and limits its
 // runs get from this executor unless a request asks for a stricter tier.
 func (e *Executor) Describe(s *Skill) Info {
-	t, err := e.SkillTier(s, "")
+	t, err := e.SkillTier(Caller{}, s, "")
 	if err != nil { // a skill.yaml tier this executor lacks: describe it under the strictest
 		t = e.Tiers().Strictest()
 	}
@@ -145,8 +156,11 @@ type Request struct {
 	// requires_approval or side_effect.
 	Approved bool
 	// Tier is the trust tier the run asks for (see SkillTier); "" means the
-	// skill's.
+	// skill's, within the caller's maximum.
 	Tier string
+	// Caller is who asks, as the front end authenticated it: the tier
+	// resolves from it (SkillTier), and the record is its.
+	Caller Caller
 }
 
 // Execution is how one execution went.
@@ -174,7 +188,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	if err != nil {
 		return nil, err
 	}
-	tier, err := e.SkillTier(s, req.Tier)
+	tier, err := e.SkillTier(req.Caller, s, req.Tier)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +201,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 		return nil, err
 	}
 	rec := &provenance.Record{Kind: provenance.KindSkill, Skill: s.Name, Version: s.Version, ActorID: req.ActorID, ActorType: req.ActorType,
-		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash}
+		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash, Caller: req.Caller.Owner}
 	job := e.apply(tier, wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: bytes.NewReader(stdin),
 		Limits: s.Limits, Grants: s.Grants()}, "json", "sys", "types") // run_skill.py's imports
 	return e.run(ctx, rec, job, e.sb.Run, func(x *Execution) {
@@ -252,8 +266,13 @@ type ExecRequest struct {
 	// each turn's files into it, and the next turn reads it as it is then.
 	Workspace string
 	// Tier is the trust tier the run asks for (see ExecTier); "" means the
-	// executor's default. A session's turns have the session's.
+	// executor's default, within the caller's maximum. A session's turns
+	// have the session's.
 	Tier string
+	// Caller is who asks, as the front end authenticated it: the tier
+	// resolves from it (ExecTier), its sessions are its own, and so is the
+	// record.
+	Caller Caller
 }
 
 // Exec runs raw code in a fresh pure-compute instance (the only capability
@@ -261,7 +280,7 @@ type ExecRequest struct {
 // Skill "". Its inputs hash covers {"args", "stdin"}. An actor that is too
 // long or not printable is refused with an *Error (bad_request).
 func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error) {
-	tier, err := e.ExecTier(req.Tier)
+	tier, err := e.ExecTier(req.Caller, req.Tier)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +311,7 @@ func execJob(req ExecRequest, kind string) (*provenance.Record, wasmpy.Job, erro
 	if err != nil {
 		return nil, wasmpy.Job{}, err
 	}
-	rec := &provenance.Record{Kind: kind, ActorID: req.ActorID, ActorType: req.ActorType,
+	rec := &provenance.Record{Kind: kind, ActorID: req.ActorID, ActorType: req.ActorType, Caller: req.Caller.Owner,
 		CodeHash: provenance.HashBytes([]byte(req.Code)), InputsHash: inputsHash}
 	job := wasmpy.Job{Code: req.Code, Filename: "<exec>", Args: req.Args, Stdin: strings.NewReader(req.Stdin), Limits: req.Limits,
 		Stdout: req.Stdout, Stderr: req.Stderr, Workspace: req.Workspace}
@@ -304,7 +323,7 @@ func execJob(req ExecRequest, kind string) (*provenance.Record, wasmpy.Job, erro
 // complete rec), and completes rec.
 func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.Job,
 	do func(context.Context, wasmpy.Job) (*wasmpy.Result, error), check func(*Execution)) (*Execution, error) {
-	started := NewRecord(e.sb, rec.Kind, e.applied(job.Limits))
+	started := NewRecord(e.sb, rec.Kind, e.sb.RunLimits(job.Limits))
 	rec.Tier = job.Tier
 	rec.ExecutionID, rec.Interpreter, rec.Packages, rec.Limits = started.ExecutionID, started.Interpreter, started.Packages, started.Limits
 	rec.Outcome, rec.StartedAt, rec.HostCalls = started.Outcome, started.StartedAt, started.HostCalls
@@ -338,12 +357,6 @@ func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.J
 		return nil, runErr
 	}
 	return x, nil
-}
-
-// applied is the limits a job runs with: its own, else the executor's, else
-// wasmpy's defaults.
-func (e *Executor) applied(l wasmpy.Limits) wasmpy.Limits {
-	return l.Or(e.cfg.Sandbox.Limits).Or(wasmpy.DefaultLimits())
 }
 
 // runError classifies a failed run; nil for a successful one.

@@ -449,10 +449,15 @@ func TestProvenanceRecord(t *testing.T) {
 	require.Equal(t, out, r.OutputsHash)
 
 	// The store saw the record running before the run, complete after.
-	got, err := ex.Lookup(context.Background(), r.ExecutionID)
+	got, err := ex.Lookup(context.Background(), skills.Caller{}, r.ExecutionID)
 	require.NoError(t, err)
 	require.Equal(t, r, got)
-	_, err = ex.Lookup(context.Background(), provenance.NewID())
+	_, err = ex.Lookup(context.Background(), skills.Caller{Owner: "token:b0b"}, r.ExecutionID)
+	require.ErrorIs(t, err, provenance.ErrNotFound, "another caller's record")
+	got, err = ex.Lookup(context.Background(), skills.Caller{Owner: "token:ad1", Admin: true}, r.ExecutionID)
+	require.NoError(t, err, "an admin reads every record")
+	require.Equal(t, r, got)
+	_, err = ex.Lookup(context.Background(), skills.Caller{}, provenance.NewID())
 	require.ErrorIs(t, err, provenance.ErrNotFound)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

@@ -9,18 +9,18 @@ import (
 )
 
 // RequestedLimits are the limits a raw-code request (POST /exec, MCP
-// run_python) asks for; 0 means the default.
+// run_python) asks for; 0 means the default. Executor.ExecLimits bounds
+// them.
 type RequestedLimits struct {
 	TimeoutMS   int64  `json:"timeout_ms,omitempty"`
 	MemoryBytes uint64 `json:"memory_bytes,omitempty"`
 	Fuel        uint64 `json:"fuel,omitempty"`
 }
 
-// Within returns ceil with what r asks for within it (or within wasmpy's
-// own bounds where ceil sets none): a request may ask for less, never for
-// more. The error, an *Error (bad_request), names the field and its range.
-func (r RequestedLimits) Within(ceil wasmpy.Limits) (wasmpy.Limits, error) {
-	lim := ceil
+// limits are r as wasmpy.Limits, checked against ceil (or wasmpy's own
+// bounds where ceil sets none): a request may ask for less, never more.
+// The error, an *Error (bad_request), names the field and its range.
+func (r RequestedLimits) limits(ceil wasmpy.Limits) (wasmpy.Limits, error) {
 	maxMS := int64(math.MaxInt64 / int64(time.Millisecond))
 	if ceil.Timeout != 0 {
 		maxMS = max(1, ceil.Timeout.Milliseconds())
@@ -33,25 +33,15 @@ func (r RequestedLimits) Within(ceil wasmpy.Limits) (wasmpy.Limits, error) {
 		maxFuel = ceil.Fuel
 	}
 	bad := func(format string, a ...any) (wasmpy.Limits, error) {
-		return lim, &Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, a...)}
+		return wasmpy.Limits{}, &Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, a...)}
 	}
-	if ms := r.TimeoutMS; ms != 0 {
-		if ms < 0 || ms > maxMS {
-			return bad("limits.timeout_ms: want 1 to %d (or 0 for the default), got %d", maxMS, ms)
-		}
-		lim.Timeout = time.Duration(ms) * time.Millisecond
+	switch {
+	case r.TimeoutMS < 0 || r.TimeoutMS > maxMS:
+		return bad("limits.timeout_ms: want 1 to %d (or 0 for the default), got %d", maxMS, r.TimeoutMS)
+	case r.MemoryBytes > maxMemory:
+		return bad("limits.memory_bytes: want 1 to %d (or 0 for the default), got %d", maxMemory, r.MemoryBytes)
+	case r.Fuel > maxFuel:
+		return bad("limits.fuel: want 1 to %d (or 0 for the default), got %d", maxFuel, r.Fuel)
 	}
-	if m := r.MemoryBytes; m != 0 {
-		if m > maxMemory {
-			return bad("limits.memory_bytes: want 1 to %d (or 0 for the default), got %d", maxMemory, m)
-		}
-		lim.Memory = m
-	}
-	if f := r.Fuel; f != 0 {
-		if f > maxFuel {
-			return bad("limits.fuel: want 1 to %d (or 0 for the default), got %d", maxFuel, f)
-		}
-		lim.Fuel = f
-	}
-	return lim, nil
+	return wasmpy.Limits{Timeout: time.Duration(r.TimeoutMS) * time.Millisecond, Memory: r.MemoryBytes, Fuel: r.Fuel}, nil
 }

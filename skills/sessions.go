@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wasmpy/wasmpy"
@@ -60,7 +61,10 @@ type SessionInfo struct {
 type live struct {
 	mu    sync.Mutex
 	sess  *wasmpy.Session
-	owner string
+	owner string // Caller.sessionOwner()
+	// bytes is the state's size as last seen (StateBytes), for the memory
+	// budget to read without waiting for a turn to end.
+	bytes atomic.Int64
 	tier  string // the tier its turns run under; "" (a session from before tiers): the default
 	// What the store holds of it: a whole save of base bytes, then deltas
 	// (one a turn) of deltaBytes in all.
@@ -129,6 +133,9 @@ func (e *Executor) session(ctx context.Context, id, owner string) (*live, error)
 	l = &live{owner: owner, tier: saved.Tier}
 	if err := e.load(ctx, l, saved); err != nil {
 		return nil, err
+	}
+	if in, err := l.sess.Info(); err == nil {
+		l.bytes.Store(in.StateBytes)
 	}
 	return e.track(l), nil
 }
@@ -228,28 +235,32 @@ func sessionError(err error) error {
 	return err
 }
 
-// NewSession opens a session for owner (the token that asked; "" when the
-// service has none) whose turns run in tier (see ExecTier; "" for the
-// default) and saves it to the store.
-func (e *Executor) NewSession(ctx context.Context, owner, tier string) (*SessionInfo, error) {
-	t, err := e.ExecTier(tier)
+// NewSession opens a session of c's whose turns run in tier (see ExecTier:
+// "" for the default, within c's maximum) and saves it to the store. Only
+// c (the same Owner and Scope) can reach it.
+func (e *Executor) NewSession(ctx context.Context, c Caller, tier string) (*SessionInfo, error) {
+	t, err := e.ExecTier(c, tier)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.admitSession(ctx); err != nil {
+	if err := e.admitSession(ctx, c); err != nil {
 		return nil, err
 	}
 	sess, err := e.sb.NewSession(ctx)
 	if err != nil {
 		return nil, sessionError(err)
 	}
-	return e.opened(ctx, sess, owner, t.Name)
+	return e.opened(ctx, sess, c.sessionOwner(), t.Name)
 }
 
 // admitSession applies the sandbox's session limits to the store, which
 // outlives any one process: it deletes the sessions idle past the TTL,
-// and refuses a new one when the store holds the most it may.
-func (e *Executor) admitSession(ctx context.Context) error {
+// and refuses a new one when the store holds the most it may, or when c
+// is past a budget.
+func (e *Executor) admitSession(ctx context.Context, c Caller) error {
+	if err := e.withinBudgets(ctx, c, true); err != nil {
+		return err
+	}
 	if e.cfg.Sessions == nil {
 		return nil
 	}
@@ -280,6 +291,9 @@ func (e *Executor) opened(ctx context.Context, sess *wasmpy.Session, owner, tier
 	l := e.track(&live{sess: sess, owner: owner, tier: tier})
 	e.sessions.mu.Unlock()
 	defer l.mu.Unlock()
+	if in, err := sess.Info(); err == nil {
+		l.bytes.Store(in.StateBytes)
+	}
 	saved, err := e.save(ctx, l, -1, "")
 	if err != nil {
 		e.forget(sess.ID())
@@ -353,9 +367,9 @@ func (e *Executor) info(l *live, saved *provenance.Session) (*SessionInfo, error
 	return out, nil
 }
 
-// Session describes session id of owner, or fails with ErrNoSession.
-func (e *Executor) Session(ctx context.Context, id, owner string) (*SessionInfo, error) {
-	l, err := e.session(ctx, id, owner)
+// Session describes session id of c's, or fails with ErrNoSession.
+func (e *Executor) Session(ctx context.Context, id string, c Caller) (*SessionInfo, error) {
+	l, err := e.session(ctx, id, c.sessionOwner())
 	if err != nil {
 		return nil, err
 	}
@@ -363,14 +377,18 @@ func (e *Executor) Session(ctx context.Context, id, owner string) (*SessionInfo,
 	return e.info(l, nil)
 }
 
-// SessionExec runs req as the next turn of session id and records its
+// SessionExec runs req as the next turn of session id of req.Caller's (a
+// session of another caller is ErrNoSession) and records its
 // provenance (kind session: the session, the turn, the state's hash
 // before and after). The turn may call submit_result and the workspace's
 // file functions; its files stay in the session, unless req.Workspace
 // names a directory the caller keeps them in. The session is saved to
 // the store after the turn; a turn another replica's turn overtook fails
-// with ErrSessionConflict, its state dropped and its record internal.
-func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRequest) (*Execution, error) {
+// with ErrSessionConflict, its state dropped and its record internal. A
+// turn is refused (tier_forbidden) when the session's tier is above the
+// caller's maximum, and (budget_exceeded) while the caller is past a
+// budget (ExecutorConfig.Budgets).
+func (e *Executor) SessionExec(ctx context.Context, id string, req ExecRequest) (*Execution, error) {
 	rec, job, err := execJob(req, provenance.KindSession)
 	if err != nil {
 		return nil, err
@@ -378,13 +396,16 @@ func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRe
 	job.Filename = "<session>"
 	job.DetachFiles = req.Workspace != ""
 	job.Grants = []wasmpy.Capability{wasmpy.SubmitResult, wasmpy.ReadFile, wasmpy.WriteFile, wasmpy.ListFiles}
-	l, err := e.session(ctx, id, owner)
+	l, err := e.session(ctx, id, req.Caller.sessionOwner())
 	if err != nil {
 		return nil, err
 	}
 	defer l.mu.Unlock()
-	tier, err := e.ExecTier(l.tier)
+	tier, err := e.ExecTier(req.Caller, l.tier)
 	if err != nil {
+		return nil, err
+	}
+	if err := e.withinBudgets(ctx, req.Caller, false); err != nil {
 		return nil, err
 	}
 	job = e.apply(tier, job)
@@ -397,6 +418,7 @@ func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRe
 	x, err := e.run(ctx, rec, job, l.sess.Run, func(x *Execution) {
 		if t := x.Result.Session; t != nil {
 			rec.Turn, rec.StateAfter = t.Turn, t.StateAfter
+			l.bytes.Store(t.StateBytes)
 		}
 		// Saved before the record is finished, so that a turn recorded ok
 		// is one the store kept: a process that dies between the two
@@ -416,11 +438,12 @@ func (e *Executor) SessionExec(ctx context.Context, id, owner string, req ExecRe
 	return x, nil
 }
 
-// ForkSession opens a new session of owner from session id's state.
-func (e *Executor) ForkSession(ctx context.Context, id, owner string) (*SessionInfo, error) {
-	if err := e.admitSession(ctx); err != nil {
+// ForkSession opens a new session of c's from the state of c's session id.
+func (e *Executor) ForkSession(ctx context.Context, id string, c Caller) (*SessionInfo, error) {
+	if err := e.admitSession(ctx, c); err != nil {
 		return nil, err
 	}
+	owner := c.sessionOwner()
 	l, err := e.session(ctx, id, owner)
 	if err != nil {
 		return nil, err
@@ -434,9 +457,9 @@ func (e *Executor) ForkSession(ctx context.Context, id, owner string) (*SessionI
 	return e.opened(ctx, sess, owner, tier)
 }
 
-// CloseSession closes session id of owner and deletes it from the store.
-func (e *Executor) CloseSession(ctx context.Context, id, owner string) error {
-	l, err := e.session(ctx, id, owner)
+// CloseSession closes session id of c's and deletes it from the store.
+func (e *Executor) CloseSession(ctx context.Context, id string, c Caller) error {
+	l, err := e.session(ctx, id, c.sessionOwner())
 	if err != nil {
 		return err
 	}

@@ -81,12 +81,12 @@ func BenchmarkSessionExecStore(b *testing.B) {
 				Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st})
 			require.NoError(b, err)
 			defer ex.Close(ctx)
-			in, err := ex.NewSession(ctx, "", "")
+			in, err := ex.NewSession(ctx, skills.Caller{}, "")
 			require.NoError(b, err)
 			// The setup turn, and one more: its delta outweighs the new
 			// session's save, so it saves the session whole.
 			for _, code := range []string{c.setup, "x += 1"} {
-				_, err = ex.SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: code})
+				_, err = ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: code})
 				require.NoError(b, err)
 			}
 			st.written.Store(0)
@@ -94,7 +94,7 @@ func BenchmarkSessionExecStore(b *testing.B) {
 			var times []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				x, err := ex.SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: "x += 1"})
+				x, err := ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: "x += 1"})
 				times = append(times, time.Since(start))
 				require.NoError(b, err)
 				require.Nil(b, x.Result.Error)

@@ -72,9 +72,9 @@ func TestSessionTurnRecordedAfterSave(t *testing.T) {
 	require.NoError(t, err)
 	defer ex.Close(ctx)
 
-	in, err := ex.NewSession(ctx, "", "")
+	in, err := ex.NewSession(ctx, skills.Caller{}, "")
 	require.NoError(t, err)
-	x, err := ex.SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: "x = 1"})
+	x, err := ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: "x = 1"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"save", "finish"}, st.log)
 	rec, err := base.Get(ctx, x.Record.ExecutionID)
@@ -82,7 +82,7 @@ func TestSessionTurnRecordedAfterSave(t *testing.T) {
 	require.Equal(t, provenance.OutcomeOK, rec.Outcome)
 
 	st.conflict = true
-	_, err = ex.SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: "x = 2"})
+	_, err = ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: "x = 2"})
 	require.ErrorIs(t, err, skills.ErrSessionConflict)
 	recs, err := base.List(ctx, provenance.Filter{SessionID: in.ID})
 	require.NoError(t, err)
@@ -115,11 +115,11 @@ func TestSessionSavesIncrementally(t *testing.T) {
 		return ex
 	}
 	ex := executor(st)
-	in, err := ex.NewSession(ctx, "", "")
+	in, err := ex.NewSession(ctx, skills.Caller{}, "")
 	require.NoError(t, err)
 	run := func(ex *skills.Executor, code string) string {
 		t.Helper()
-		x, err := ex.SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: code})
+		x, err := ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: code})
 		require.NoError(t, err)
 		require.Nil(t, x.Result.Error, x.Result.Stderr)
 		return x.Result.Stdout
@@ -168,6 +168,6 @@ func TestSessionSavesIncrementally(t *testing.T) {
 
 	// A damaged delta: the session cannot be loaded, and says why.
 	require.NoError(t, base.AppendSession(ctx, &provenance.Session{ID: in.ID, Turn: saved.Turn + 1, StateHash: "x"}, []byte("garbage"), saved.Turn))
-	_, err = executor(base).SessionExec(ctx, in.ID, "", skills.ExecRequest{Code: "print(x)"})
+	_, err = executor(base).SessionExec(ctx, in.ID, skills.ExecRequest{Code: "print(x)"})
 	require.ErrorContains(t, err, "saved session: not a wasmpy saved session")
 }

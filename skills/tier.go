@@ -1,6 +1,8 @@
 package skills
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,7 +19,9 @@ func (o LoadOptions) tiers() *tiers.Set {
 }
 
 // checkTier checks skill.yaml's tier: one the set has, that grants what
-// the safety flags ask for and holds the skill's own limits.
+// the safety flags ask for and holds the skill's own limits (a skill's
+// runs get the lower of its limits and its tier's, so one above would not
+// get what it declares).
 func checkTier(s *Skill, name string, set *tiers.Set, fail func(string, ...any)) {
 	t, err := set.Lookup(name)
 	if err != nil {
@@ -27,16 +31,65 @@ func checkTier(s *Skill, name string, set *tiers.Set, fail func(string, ...any))
 	if c := t.Refused(s.Grants()); c != "" {
 		fail("tier %q: does not grant %s, which the safety flags ask for", name, c)
 	}
-	l := t.Limits
-	if s.Limits.Timeout > l.Timeout {
+	got, l := s.Limits.Within(t.Limits), t.Limits
+	if s.Limits.Timeout != 0 && got.Timeout != s.Limits.Timeout {
 		fail("limits.timeout %v: above tier %s's %v", s.Limits.Timeout, name, l.Timeout)
 	}
-	if s.Limits.Memory > l.Memory {
+	if s.Limits.Memory != 0 && got.Memory != s.Limits.Memory {
 		fail("limits.memory %d: above tier %s's %d bytes", s.Limits.Memory, name, l.Memory)
 	}
-	if l.Fuel > 0 && s.Limits.Fuel > l.Fuel {
+	if s.Limits.Fuel != 0 && got.Fuel != s.Limits.Fuel {
 		fail("limits.fuel %d: above tier %s's %d", s.Limits.Fuel, name, l.Fuel)
 	}
+}
+
+// CodeTierForbidden refuses a run in a tier more trusted than its caller
+// may ask for.
+const CodeTierForbidden = "tier_forbidden"
+
+// Caller is who asks for a run, as its front end authenticated it. Every
+// front end (the HTTP service, MCP over HTTP or stdio, the CLI's serve)
+// hands it to the Executor, which resolves tiers and limits from it in
+// one place (ExecTier, SkillTier, ExecLimits): none can grant more than
+// another.
+type Caller struct {
+	// Owner is the caller's identity (a token's): the sessions it opens
+	// are its own, and so are the records of its runs. "" on a service
+	// that asks for no token.
+	Owner string
+	// MaxTier is the most trusted tier the caller may ask for; "" for no
+	// maximum.
+	MaxTier string
+	// Admin callers read every record, not only their own.
+	Admin bool
+	// Scope, when set, narrows the caller's sessions to those opened with
+	// the same scope (an MCP session's: no other MCP session of the same
+	// token can name them); budgets still count them as Owner's.
+	Scope string
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c, for a front end to hand the caller it
+// authenticated to another behind it (the HTTP service to MCP at /mcp).
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom is the Caller WithCaller put in ctx; the zero Caller (no
+// token, no maximum tier) when there is none, as on a service that asks
+// for no token.
+func CallerFrom(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
+}
+
+// sessionOwner is who a session c opens belongs to.
+func (c Caller) sessionOwner() string {
+	if c.Scope == "" {
+		return c.Owner
+	}
+	return c.Owner + "/" + c.Scope
 }
 
 // Tiers are the trust tiers the executor's runs get.
@@ -47,34 +100,42 @@ func (e *Executor) Tiers() *tiers.Set {
 	return e.cfg.Tiers
 }
 
-// SkillTier is the tier a run of s gets when a request asks for tier
-// asked: asked, which may not be more trusted than the skill's own; ""
-// means the skill's own, and for a skill that names none, the most
-// trusted (its safety flags bound its grants). The error is an *Error
-// (bad_request).
-func (e *Executor) SkillTier(s *Skill, asked string) (*tiers.Tier, error) {
-	set := e.Tiers()
-	own := s.Tier
-	if own == "" {
-		own = set.Loosest().Name
-	}
-	if asked == "" {
-		asked = own
-	}
-	if _, err := set.Lookup(own); err != nil { // a skill loaded with other tiers
-		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("skill %s: tier: %s", s.Name, strings.TrimPrefix(err.Error(), "tiers: "))}
-	}
-	if err := set.Within(asked, own); err != nil {
-		return nil, &Error{Code: CodeBadRequest, Message: "tier: " + strings.TrimPrefix(err.Error(), "tiers: ") +
-			fmt.Sprintf(" (skill %s runs in tier %s or a stricter one)", s.Name, own)}
-	}
-	return set.Lookup(asked)
+// SkillTier is the tier a run of s gets when c asks for tier asked:
+// asked, which may not be more trusted than the skill's own; "" means the
+// skill's own (for a skill that names none, the most trusted: its safety
+// flags bound its grants), or c's maximum tier when the skill's own is
+// above it. The error is an *Error: bad_request, or tier_forbidden for a
+// tier above c's maximum.
+func (e *Executor) SkillTier(c Caller, s *Skill, asked string) (*tiers.Tier, error) {
+	return e.callerTier(c, asked, func(asked string) (*tiers.Tier, error) {
+		set := e.Tiers()
+		own := s.Tier
+		if own == "" {
+			own = set.Loosest().Name
+		}
+		if asked == "" {
+			asked = own
+		}
+		if _, err := set.Lookup(own); err != nil { // a skill loaded with other tiers
+			return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("skill %s: tier: %s", s.Name, strings.TrimPrefix(err.Error(), "tiers: "))}
+		}
+		if err := set.Within(asked, own); err != nil {
+			return nil, &Error{Code: CodeBadRequest, Message: "tier: " + strings.TrimPrefix(err.Error(), "tiers: ") +
+				fmt.Sprintf(" (skill %s runs in tier %s or a stricter one)", s.Name, own)}
+		}
+		return set.Lookup(asked)
+	})
 }
 
-// ExecTier is the tier raw code (Exec, a session) gets when a request
-// asks for asked; "" means ExecutorConfig.DefaultTier. The error is an
-// *Error (bad_request).
-func (e *Executor) ExecTier(asked string) (*tiers.Tier, error) {
+// ExecTier is the tier raw code (Exec, a session) gets when c asks for
+// asked; "" means ExecutorConfig.DefaultTier, or c's maximum tier when
+// the default is above it. The error is an *Error: bad_request, or
+// tier_forbidden for a tier above c's maximum.
+func (e *Executor) ExecTier(c Caller, asked string) (*tiers.Tier, error) {
+	return e.callerTier(c, asked, e.execTier)
+}
+
+func (e *Executor) execTier(asked string) (*tiers.Tier, error) {
 	set := e.Tiers()
 	if asked == "" {
 		asked = e.cfg.DefaultTier
@@ -92,12 +153,68 @@ func (e *Executor) ExecTier(asked string) (*tiers.Tier, error) {
 	return t, nil
 }
 
-// apply returns job under t, within the executor's ceilings: its limits
-// are its own where set, else t's where the sandbox's configured limits
-// are not lower; harness are modules wasmpy's own code in the run imports,
-// allowed whatever t's import policy.
+// callerTier is resolve(asked) for c; or, when c asked for none and the
+// default is above c's maximum tier, resolve(the maximum). A tier above
+// the maximum is refused (tier_forbidden).
+func (e *Executor) callerTier(c Caller, asked string, resolve func(string) (*tiers.Tier, error)) (*tiers.Tier, error) {
+	t, err := resolve(asked)
+	if err != nil {
+		return nil, err
+	}
+	err = e.allowTier(c, t)
+	if err != nil && asked == "" && c.MaxTier != "" {
+		if capped, cerr := resolve(c.MaxTier); cerr == nil && e.allowTier(c, capped) == nil {
+			return capped, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// allowTier refuses t when c may not ask for it: a tier above c's maximum,
+// or, when c's maximum is a tier this executor lacks, any but the
+// strictest.
+func (e *Executor) allowTier(c Caller, t *tiers.Tier) error {
+	set := e.Tiers()
+	err := set.Within(t.Name, c.MaxTier)
+	switch {
+	case errors.Is(err, tiers.ErrAboveMax):
+		return &Error{Code: CodeTierForbidden, Message: fmt.Sprintf(
+			"tier %q is above this token's maximum tier %q: ask for %s or a stricter tier, or use a token allowed more", t.Name, c.MaxTier, c.MaxTier)}
+	case err != nil:
+		if set.Within(t.Name, set.Strictest().Name) != nil {
+			return &Error{Code: CodeTierForbidden, Message: fmt.Sprintf(
+				"this token's maximum tier %q is not one of this service's (%s): it may use the strictest only", c.MaxTier, strings.Join(set.Names(), ", "))}
+		}
+	}
+	return nil
+}
+
+// ExecLimits are the limits raw code run under t gets when it asks for
+// asked: the lower, field by field, of asked, t's limits, the executor's
+// ceilings (ExecutorConfig.Sandbox.Limits) and a front end's own
+// (ceilings). A request may ask for less, never for more: asking for more
+// is an *Error (bad_request) naming the field and its range.
+func (e *Executor) ExecLimits(t *tiers.Tier, asked RequestedLimits, ceilings ...wasmpy.Limits) (wasmpy.Limits, error) {
+	ceil := t.Limits.Within(e.cfg.Sandbox.Limits)
+	for _, c := range ceilings {
+		ceil = ceil.Within(c)
+	}
+	lim, err := asked.limits(ceil)
+	if err != nil {
+		return wasmpy.Limits{}, err
+	}
+	return lim.Within(ceil), nil
+}
+
+// apply returns job under t, within the executor's ceilings: each limit
+// the lowest of the job's, t's and the sandbox's configured ones; harness
+// are modules wasmpy's own code in the run imports, allowed whatever t's
+// import policy.
 func (e *Executor) apply(t *tiers.Tier, job wasmpy.Job, harness ...string) wasmpy.Job {
-	job.Limits = job.Limits.Or(t.LimitsWithin(e.cfg.Sandbox.Limits))
+	job.Limits = job.Limits.Within(e.cfg.Sandbox.Limits)
 	policy := *t
 	if policy.AllowImports != nil {
 		policy.AllowImports = slices.Concat(policy.AllowImports, harness)

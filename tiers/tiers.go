@@ -147,11 +147,13 @@ func (s *Set) Within(name, max string) error {
 
 func (s *Set) rank(t *Tier) int { return slices.Index(s.tiers, t) }
 
-// Apply returns job under t: its limits are its own where set, else t's;
-// its grants are those of job.Grants that t allows; its imports are t's
-// (within job.AllowImports, when set); job.Tier is t's name.
+// Apply returns job under t: its limits are within t's, the lower of the
+// two field by field (wasmpy.Limits.Within: a job may ask for less than
+// its tier, never more); its grants are those of job.Grants that t allows;
+// its imports are t's (within job.AllowImports, when set); job.Tier is t's
+// name.
 func (t *Tier) Apply(job wasmpy.Job) wasmpy.Job {
-	job.Limits = job.Limits.Or(t.Limits)
+	job.Limits = job.Limits.Within(t.Limits)
 	job.Grants = t.Grant(job.Grants)
 	switch {
 	case t.AllowImports == nil:
@@ -185,23 +187,4 @@ func (t *Tier) Refused(asked []wasmpy.Capability) wasmpy.Capability {
 		}
 	}
 	return ""
-}
-
-// LimitsWithin returns t's limits where ceil (an operator's ceilings; a
-// zero field sets none) is not lower.
-func (t *Tier) LimitsWithin(ceil wasmpy.Limits) wasmpy.Limits {
-	l := t.Limits
-	if ceil.Timeout != 0 && ceil.Timeout < l.Timeout {
-		l.Timeout = ceil.Timeout
-	}
-	if ceil.Memory != 0 && ceil.Memory < l.Memory {
-		l.Memory = ceil.Memory
-	}
-	if ceil.Output > 0 && (l.Output <= 0 || ceil.Output < l.Output) {
-		l.Output = ceil.Output
-	}
-	if ceil.Fuel != 0 && (l.Fuel == 0 || ceil.Fuel < l.Fuel) {
-		l.Fuel = ceil.Fuel
-	}
-	return l
 }

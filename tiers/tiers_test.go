@@ -118,10 +118,11 @@ func TestApply(t *testing.T) {
 
 	trusted := lookup(t, set, tiers.Trusted)
 	require.Nil(t, trusted.Apply(wasmpy.Job{}).AllowImports, "trusted: any module")
-	require.Equal(t, wasmpy.Limits{Timeout: 10 * time.Second, Memory: 64 << 20, Output: 1 << 20, Fuel: 7},
-		trusted.LimitsWithin(wasmpy.Limits{Timeout: 10 * time.Second, Memory: 64 << 20, Output: 1 << 20, Fuel: 7}))
-	require.Equal(t, wasmpy.Limits{Timeout: 30 * time.Second, Memory: 256 << 20}, trusted.LimitsWithin(wasmpy.Limits{}))
-	require.Equal(t, sandbox.Limits, sandbox.LimitsWithin(wasmpy.Limits{Timeout: time.Hour}))
+	// A job asking for more than its tier gets the tier's, field by field.
+	job = sandbox.Apply(wasmpy.Job{Limits: wasmpy.Limits{Timeout: time.Hour, Memory: 200 << 20, Output: wasmpy.NoOutputLimit}})
+	require.Equal(t, sandbox.Limits, job.Limits)
+	require.Equal(t, wasmpy.Limits{Timeout: time.Second, Memory: 256 << 20, Fuel: 7},
+		trusted.Apply(wasmpy.Job{Limits: wasmpy.Limits{Timeout: time.Second, Fuel: 7}}).Limits, "trusted: unmetered, so the job's fuel stands")
 }
 
 func TestWithin(t *testing.T) {

@@ -90,7 +90,7 @@ func execAction(c *cli.Context) error {
 	if job.Interactive && !c.IsSet("timeout") {
 		job.Limits.Timeout = math.MaxInt64 // a session lasts as long as its user
 	}
-	job = tier.Apply(job)
+	job = operatorPolicy(*tier)(job)
 	cfg, err := sandboxConfig(c)
 	if err != nil {
 		return err
@@ -135,7 +135,7 @@ func execAction(c *cli.Context) error {
 	if sess != nil {
 		kind = provenance.KindSession // a turn of a session saved in a file
 	}
-	rec, err := startRecording(c, sb, kind, tier.Name, job.Limits.Or(cfg.Limits).Or(wasmpy.DefaultLimits()), programCode(job), map[string]any{"args": nonNilArgs(job.Args)})
+	rec, err := startRecording(c, sb, kind, tier.Name, sb.RunLimits(job.Limits), programCode(job), map[string]any{"args": nonNilArgs(job.Args)})
 	if err != nil {
 		return err
 	}

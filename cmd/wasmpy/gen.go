@@ -245,7 +245,7 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	if policy.AllowImports != nil {
 		policy.AllowImports = withHelpers(policy.AllowImports)
 	}
-	opts.Policy = policy.Apply
+	opts.Policy = operatorPolicy(policy)
 	if kind == "function" {
 		opts.Tests, opts.Style = c.Bool("tests"), c.String("style")
 		if opts.MinQuality, err = parseQuality(c.String("min-quality")); err != nil {

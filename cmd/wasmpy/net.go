@@ -170,7 +170,7 @@ func netRunAction(c *cli.Context) error {
 		return err
 	}
 	defer rec.close()
-	run, err := n.Run(c.Context, sb, petrinet.RunOptions{Limits: lim, MaxSteps: c.Int("max-steps"), Policy: tier.Apply})
+	run, err := n.Run(c.Context, sb, petrinet.RunOptions{Limits: lim, MaxSteps: c.Int("max-steps"), Policy: operatorPolicy(*tier)})
 	var res *wasmpy.Result
 	if run != nil {
 		res = run.Result

@@ -185,3 +185,17 @@ func tierGrants(c *cli.Context, t *tiers.Tier) ([]wasmpy.Capability, error) {
 	}
 	return t.Grant(g), nil
 }
+
+// operatorPolicy is t.Apply for a run the CLI's own user asks for: the
+// limits the flags set replace the tier's, and the rest are the tier's.
+// Here the user is the operator, who may give their own code more than a
+// tier does; whoever else asks (serve's callers) gets the lower of their
+// request and the tier (tiers.Tier.Apply, wasmpy.Limits.Within).
+func operatorPolicy(t tiers.Tier) func(wasmpy.Job) wasmpy.Job {
+	return func(job wasmpy.Job) wasmpy.Job {
+		flags := job.Limits
+		job = t.Apply(job)
+		job.Limits = flags.Or(t.Limits)
+		return job
+	}
+}

@@ -3,6 +3,7 @@ package units
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -50,4 +51,18 @@ func parse(s string) (n uint64, unit bool, err error) {
 		return 0, unit, errors.New("size too large")
 	}
 	return n * mult, unit, nil
+}
+
+// FormatSize writes n bytes in the largest binary unit that divides it
+// (64MiB, 1GiB, 1500B), as ParseSize reads it back.
+func FormatSize(n uint64) string {
+	for _, u := range []struct {
+		name  string
+		bytes uint64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.bytes && n%u.bytes == 0 {
+			return fmt.Sprintf("%d%s", n/u.bytes, u.name)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
 }

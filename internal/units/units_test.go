@@ -29,3 +29,14 @@ func TestParseSizeWithUnit(t *testing.T) {
 		t.Errorf("ParseSizeWithUnit(2MB) = %d, %v", n, err)
 	}
 }
+
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0B", 1500: "1500B", 1 << 10: "1KiB", 64 << 20: "64MiB", 3 << 30: "3GiB", 1<<30 + 1: "1073741825B"} {
+		if got := FormatSize(n); got != want {
+			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
+		}
+		if back, err := ParseSize(want); err != nil || back != n {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", want, back, err, n)
+		}
+	}
+}

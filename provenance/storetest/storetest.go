@@ -69,7 +69,7 @@ func open(t *testing.T, h Harness, addr string) provenance.Store {
 // Record returns a running record with every field set, started at at.
 func Record(kind, skill string, at time.Time) *provenance.Record {
 	return &provenance.Record{ExecutionID: provenance.NewID(), Kind: kind, Skill: skill, Version: "1.0.0",
-		ActorID: "alice", ActorType: "user", Tier: "sandbox", CodeHash: "c0de", InputsHash: "1a",
+		ActorID: "alice", ActorType: "user", Caller: "token:a11ce", Tier: "sandbox", CodeHash: "c0de", InputsHash: "1a",
 		Interpreter: provenance.Interpreter{Kind: "wasmpy", Version: "3.13", SHA256: "abc"},
 		Packages:    []provenance.PackageSet{{Name: "sci.zip", SHA256: "5e7", Distributions: []string{"six 1.17.0"}}},
 		Limits:      provenance.Limits{TimeoutMS: 1000, MemoryBytes: 1 << 20, OutputBytes: 4096, Fuel: 1e9},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/skills"
 )
 
 // CodeForbidden is the code of a request whose token lacks the role it
@@ -86,7 +87,9 @@ func (s *Service) authorized(next http.Handler) http.Handler {
 		}
 		ri := info(r)
 		ri.owner, ri.token = "token:"+hex.EncodeToString(sum[:8]), tok
-		next.ServeHTTP(w, r)
+		// Other front ends behind this one (MCP at /mcp) learn the caller
+		// from the context.
+		next.ServeHTTP(w, r.WithContext(skills.WithCaller(r.Context(), caller(r))))
 	})
 }
 

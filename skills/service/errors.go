@@ -49,6 +49,7 @@ var statusOf = map[string]int{
 	CodeUnknownSession:          http.StatusNotFound,
 	CodeSessionConflict:         http.StatusConflict,
 	CodeTooManySessions:         http.StatusTooManyRequests,
+	skills.CodeBudgetExceeded:   http.StatusTooManyRequests,
 	CodeExecDisabled:            http.StatusNotFound,
 	CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
 	CodeBodyTooLarge:            http.StatusRequestEntityTooLarge,

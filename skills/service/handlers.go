@@ -133,7 +133,7 @@ func (s *Service) getSchema(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Service) getExecution(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	rec, err := s.cfg.Executor.Lookup(r.Context(), id)
+	rec, err := s.cfg.Executor.Lookup(r.Context(), caller(r), id)
 	switch {
 	case errors.Is(err, provenance.ErrNotFound):
 		return fail(CodeUnknownExecution, "no execution %q", id)
@@ -161,7 +161,8 @@ func (s *Service) execute(w http.ResponseWriter, r *http.Request) error {
 // executeSkill checks req before taking a run slot, then runs it; answer,
 // when set, shapes the answer from the execution (else the execution itself).
 func (s *Service) executeSkill(w http.ResponseWriter, r *http.Request, sk *skills.Skill, req skills.Request, answer func(*skills.Execution) any) error {
-	tier, err := s.tierFor(r, req.Tier, func(asked string) (*tiers.Tier, error) { return s.cfg.Executor.SkillTier(sk, asked) })
+	req.Caller = caller(r)
+	tier, err := s.cfg.Executor.SkillTier(req.Caller, sk, req.Tier)
 	if err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 	if !s.cfg.EnableExec {
 		return fail(CodeExecDisabled, "POST /exec is disabled on this service")
 	}
-	req, w, err := s.execRequest(w, r, s.cfg.Executor.ExecTier)
+	req, w, err := s.execRequest(w, r, func(asked string) (*tiers.Tier, error) { return s.cfg.Executor.ExecTier(caller(r), asked) })
 	if err != nil {
 		return err
 	}
@@ -221,9 +222,10 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Co
 }
 
 // execRequest reads the body of POST /exec and of a session turn into a
-// request in the tier tierOf gives for the body's (see tierFor), within the tier's limits and the service's ceilings; when the
-// client asks for a stream, the run's output goes to it and w becomes the
-// stream.
+// request of the caller's in the tier tierOf gives for the body's, within
+// the tier's limits and the service's ceilings (skills.Executor.ExecLimits);
+// when the client asks for a stream, the run's output goes to it and w
+// becomes the stream.
 func (s *Service) execRequest(w http.ResponseWriter, r *http.Request, tierOf func(asked string) (*tiers.Tier, error)) (skills.ExecRequest, http.ResponseWriter, error) {
 	var body execBody
 	if err := s.decodeBody(w, r, &body); err != nil {
@@ -232,16 +234,16 @@ func (s *Service) execRequest(w http.ResponseWriter, r *http.Request, tierOf fun
 	if body.Code == "" {
 		return skills.ExecRequest{}, w, fail(CodeBadRequest, `"code" is empty`)
 	}
-	tier, err := s.tierFor(r, body.Tier, tierOf)
+	tier, err := tierOf(body.Tier)
 	if err != nil {
 		return skills.ExecRequest{}, w, err
 	}
-	lim, err := body.Limits.Within(tier.LimitsWithin(s.cfg.ExecLimits))
+	lim, err := s.cfg.Executor.ExecLimits(tier, body.Limits, s.cfg.ExecLimits)
 	if err != nil {
 		return skills.ExecRequest{}, w, err
 	}
 	req := skills.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType,
-		Tier: tier.Name}
+		Tier: tier.Name, Caller: caller(r)}
 	if wantsStream(r) {
 		events := newEventStream(w)
 		req.Stdout, req.Stderr, w = events.stream("stdout"), events.stream("stderr"), events

@@ -55,11 +55,7 @@ func (s *Service) newSession(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	tier, err := s.tierFor(r, body.Tier, s.cfg.Executor.ExecTier)
-	if err != nil {
-		return err
-	}
-	in, err := s.cfg.Executor.NewSession(r.Context(), info(r).owner, tier.Name)
+	in, err := s.cfg.Executor.NewSession(r.Context(), caller(r), body.Tier)
 	if err != nil {
 		return sessionErr(r, err)
 	}
@@ -71,7 +67,7 @@ func (s *Service) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.sessionsEnabled(); err != nil {
 		return err
 	}
-	in, err := s.cfg.Executor.Session(r.Context(), r.PathValue("id"), info(r).owner)
+	in, err := s.cfg.Executor.Session(r.Context(), r.PathValue("id"), caller(r))
 	if err != nil {
 		return sessionErr(r, err)
 	}
@@ -83,7 +79,7 @@ func (s *Service) forkSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.sessionsEnabled(); err != nil {
 		return err
 	}
-	in, err := s.cfg.Executor.ForkSession(r.Context(), r.PathValue("id"), info(r).owner)
+	in, err := s.cfg.Executor.ForkSession(r.Context(), r.PathValue("id"), caller(r))
 	if err != nil {
 		return sessionErr(r, err)
 	}
@@ -95,7 +91,7 @@ func (s *Service) deleteSession(w http.ResponseWriter, r *http.Request) error {
 	if err := s.sessionsEnabled(); err != nil {
 		return err
 	}
-	if err := s.cfg.Executor.CloseSession(r.Context(), r.PathValue("id"), info(r).owner); err != nil {
+	if err := s.cfg.Executor.CloseSession(r.Context(), r.PathValue("id"), caller(r)); err != nil {
 		return sessionErr(r, err)
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -106,22 +102,22 @@ func (s *Service) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	if err := s.sessionsEnabled(); err != nil {
 		return err
 	}
-	id, owner := r.PathValue("id"), info(r).owner
+	id, c := r.PathValue("id"), caller(r)
 	req, w, err := s.execRequest(w, r, func(asked string) (*tiers.Tier, error) {
 		if asked != "" {
 			return nil, fail(CodeBadRequest, `"tier": a session's turns run in the tier it was made with (POST /sessions {"tier": ...})`)
 		}
-		in, err := s.cfg.Executor.Session(r.Context(), id, owner)
+		in, err := s.cfg.Executor.Session(r.Context(), id, c)
 		if err != nil {
 			return nil, sessionErr(r, err)
 		}
-		return s.cfg.Executor.ExecTier(in.Tier)
+		return s.cfg.Executor.ExecTier(c, in.Tier)
 	})
 	if err != nil {
 		return err
 	}
 	err = s.run(w, r, func(ctx context.Context) (*skills.Execution, error) {
-		x, err := s.cfg.Executor.SessionExec(ctx, id, owner, req)
+		x, err := s.cfg.Executor.SessionExec(ctx, id, req)
 		return x, sessionErr(r, err)
 	}, nil)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 //     moves out of sessions into session_states, since SQLite rewrites a
 //     whole row, blob and all, to update any column of it.
 //  8. sessions.tier: the trust tier of a session's turns.
+//  9. executions.caller: who asked for the run (Record.Caller).
 var (
 	sqliteMigrations = []string{
 		`CREATE TABLE IF NOT EXISTS owners (
@@ -128,6 +129,8 @@ var (
 		);`,
 
 		`ALTER TABLE sessions ADD COLUMN tier TEXT NOT NULL DEFAULT '';`,
+
+		`ALTER TABLE executions ADD COLUMN caller TEXT NOT NULL DEFAULT '';`,
 	}
 
 	postgresMigrations = []string{
@@ -234,6 +237,8 @@ var (
 		);`,
 
 		`ALTER TABLE sessions ADD COLUMN tier text NOT NULL DEFAULT '';`,
+
+		`ALTER TABLE executions ADD COLUMN caller text NOT NULL DEFAULT '';`,
 	}
 )
 

@@ -22,13 +22,13 @@ func (s *Store) Begin(ctx context.Context, rec *provenance.Record) error {
 	_, err := s.db.ExecContext(ctx, s.d.q(`INSERT INTO executions (execution_id, owner, kind, skill, version, actor_id, actor_type,
 		approved, tier, code_hash, inputs_hash, outputs_hash, session_id, turn, state_before, state_after,
 		interpreter, packages, limits, outcome, error, duration_ms, fuel_used,
-		memory_peak_bytes, host_calls, host_calls_total, started_at, finished_at, codegen)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		memory_peak_bytes, host_calls, host_calls_total, started_at, finished_at, codegen, caller)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		rec.ExecutionID, s.owner, rec.Kind, rec.Skill, rec.Version, rec.ActorID, rec.ActorType,
 		rec.Approved, rec.Tier, rec.CodeHash, rec.InputsHash, rec.OutputsHash, rec.SessionID, rec.Turn, rec.StateBefore, rec.StateAfter,
 		s.d.json(interp), s.d.json(sets), s.d.json(limits), rec.Outcome, rec.Error, rec.DurationMS, clamp(rec.FuelUsed),
 		clamp(rec.MemoryPeakBytes), s.d.json(calls), rec.HostCallsTotal, s.d.time(rec.StartedAt), s.d.timePtr(rec.FinishedAt),
-		s.codegen(rec.Codegen))
+		s.codegen(rec.Codegen), rec.Caller)
 	if err != nil {
 		return fmt.Errorf("provenance: recording %s: %w", rec.ExecutionID, err)
 	}
@@ -54,7 +54,7 @@ func (s *Store) Finish(ctx context.Context, rec *provenance.Record) error {
 
 const columns = `execution_id, kind, skill, version, actor_id, actor_type, approved, tier, code_hash, inputs_hash, outputs_hash,
 	session_id, turn, state_before, state_after, interpreter, packages, limits, outcome, error, duration_ms, fuel_used,
-	memory_peak_bytes, host_calls, host_calls_total, started_at, finished_at, codegen`
+	memory_peak_bytes, host_calls, host_calls_total, started_at, finished_at, codegen, caller`
 
 // codegen binds a record's codegen outcome: NULL when it has none.
 func (s *Store) codegen(c *provenance.Codegen) any {
@@ -73,7 +73,7 @@ func scan(row interface{ Scan(...any) error }) (*provenance.Record, error) {
 	if err := row.Scan(&r.ExecutionID, &r.Kind, &r.Skill, &r.Version, &r.ActorID, &r.ActorType, &r.Approved, &r.Tier,
 		&r.CodeHash, &r.InputsHash, &r.OutputsHash, &r.SessionID, &r.Turn, &r.StateBefore, &r.StateAfter,
 		&interp, &sets, &limits, &r.Outcome, &r.Error, &r.DurationMS, &fuel, &mem,
-		&calls, &r.HostCallsTotal, &started, &finished, &gen); err != nil {
+		&calls, &r.HostCallsTotal, &started, &finished, &gen, &r.Caller); err != nil {
 		return nil, err
 	}
 	if gen != nil {
