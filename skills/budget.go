@@ -3,6 +3,7 @@ package skills
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,24 +82,31 @@ func (u *usage) add(key string, n int64) {
 	u.by[key] += n
 }
 
-// overBudget says why c may not add to what u counts, or "" if it may.
-func overBudget(what string, u usage, c Caller, global, perCaller int64, size bool) string {
-	show := func(n int64) string {
-		if size {
-			return units.FormatSize(uint64(n))
-		}
-		return fmt.Sprint(n)
+// overBudget says why c may not add to what u counts (mine, for c's own
+// budget; all, for the service's), or "" if it may: mineText and allText
+// describe the usage, given its amount and the budget.
+func overBudget(u usage, c Caller, global, perCaller int64, mineText, allText func(n, budget int64) string) (mine, all string) {
+	if key := budgetKey(c.sessionOwner()); key != "" && perCaller >= 0 && u.by[key] >= perCaller {
+		mine = mineText(u.by[key], perCaller) + ": close a session (DELETE /sessions/{id}, MCP session_close) or wait for one to expire"
 	}
-	key := budgetKey(c.sessionOwner())
-	mine := u.by[key]
-	switch {
-	case key != "" && perCaller >= 0 && mine >= perCaller:
-		return fmt.Sprintf("this caller's %s hold %s, its budget of %s: close a session (DELETE /sessions/{id}, session_close) or wait for one to expire",
-			what, show(mine), show(perCaller))
-	case global >= 0 && u.total >= global:
-		return fmt.Sprintf("the service's %s hold %s, its budget of %s: retry later", what, show(u.total), show(global))
+	if global >= 0 && u.total >= global {
+		all = allText(u.total, global) + ": retry later"
 	}
-	return ""
+	return mine, all
+}
+
+// approx writes a size for a message, as 16.9MiB.
+func approx(n int64) string {
+	if n < 1<<20 {
+		return units.FormatSize(uint64(n))
+	}
+	return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+}
+
+func sizeText(what string) func(n, budget int64) string {
+	return func(n, budget int64) string {
+		return fmt.Sprintf(what, approx(n), units.FormatSize(uint64(budget)))
+	}
 }
 
 // withinBudgets refuses (budget_exceeded) a step of c's that adds to what
@@ -142,12 +150,29 @@ func (e *Executor) withinBudgets(ctx context.Context, c Caller, opening bool) er
 			count.add(budgetKey(s.Owner), 1)
 		}
 	}
-	why := overBudget("session memory", mem, c, b.Memory, b.MemoryPerCaller, true)
-	if why == "" && e.cfg.Sessions != nil {
-		why = overBudget("sessions in the store", store, c, b.Store, b.StorePerCaller, true)
+	var whys []string // the caller's own budgets first, then the service's
+	mine, all := overBudget(mem, c, b.Memory, b.MemoryPerCaller,
+		sizeText("this caller's sessions hold %s of memory, at its budget of %s"),
+		sizeText("the service's sessions hold %s of memory, at its budget of %s"))
+	whys = append(whys, mine, all)
+	if e.cfg.Sessions != nil {
+		mine, all := overBudget(store, c, b.Store, b.StorePerCaller,
+			sizeText("this caller's sessions take %s of the session store, at its budget of %s"),
+			sizeText("the service's sessions take %s of the session store, at its budget of %s"))
+		whys = slices.Insert(whys, 1, mine)
+		whys = append(whys, all)
 	}
-	if why == "" && opening {
-		why = overBudget("sessions", count, c, -1, int64(b.SessionsPerCaller), false)
+	if opening {
+		mine, _ := overBudget(count, c, -1, int64(b.SessionsPerCaller),
+			func(n, budget int64) string { return fmt.Sprintf("this caller has %d sessions open, its budget of %d", n, budget) }, nil)
+		whys = slices.Insert(whys, 0, mine)
+	}
+	why := ""
+	for _, w := range whys {
+		if w != "" {
+			why = w
+			break
+		}
 	}
 	if why != "" {
 		return &Error{Code: CodeBudgetExceeded, Message: why}
