@@ -164,7 +164,9 @@ func (e *Executor) withinBudgets(ctx context.Context, c Caller, opening bool) er
 	}
 	if opening {
 		mine, _ := overBudget(count, c, -1, int64(b.SessionsPerCaller),
-			func(n, budget int64) string { return fmt.Sprintf("this caller has %d sessions open, its budget of %d", n, budget) }, nil)
+			func(n, budget int64) string {
+				return fmt.Sprintf("this caller has %d sessions open, its budget of %d", n, budget)
+			}, nil)
 		whys = slices.Insert(whys, 0, mine)
 	}
 	why := ""
