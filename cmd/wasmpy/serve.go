@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,8 +36,11 @@ func serveCommand() *cli.Command {
 			"--timeout, --memory and --fuel are ceilings on the tiers' limits (POST /exec is off unless\n" +
 			"--enable-exec). SIGINT or SIGTERM shuts down\n" +
 			"gracefully: /health/ready fails for --drain-delay, then runs in progress finish (up to\n" +
-			"--shutdown-timeout). --db postgres://... shares the store between replicas. Every flag\n" +
-			"can also be set from the environment: --max-body from $WASMPY_MAX_BODY, and so on.",
+			"--shutdown-timeout). --db postgres://... shares the store between replicas.\n" +
+			"Budgets bound what sessions and MCP hold, in all and per token (--session-memory,\n" +
+			"--mcp-sessions-per-token, ...; \"none\" for no bound): past one, the request gets 429\n" +
+			"budget_exceeded. Every flag can also be set from the environment: --max-body from\n" +
+			"$WASMPY_MAX_BODY, and so on.",
 		Flags: withEnv(append(append([]cli.Flag{
 			skillsFlag, dbFlag,
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8002", Usage: "`HOST:PORT` to listen on"},
@@ -52,7 +56,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-format", Value: "json", Usage: "json or text"},
 			&cli.StringFlag{Name: "tier", Usage: "the trust tier `NAME` of POST /exec and sessions when a request names none (default: testing)"},
 			tiersFlag(), interpreterFlag, cacheFlag,
-		}, admissionFlags()...), append(limitFlags(), llmFlags()...)...)),
+		}, append(admissionFlags(), budgetFlags()...)...), append(limitFlags(), llmFlags()...)...)),
 		Action: serveAction,
 	}
 }
@@ -109,7 +113,11 @@ func serveAction(c *cli.Context) error {
 	if n := st.Interrupted(); n > 0 {
 		log.Warn("marked runs left by a dead process as interrupted", "count", n, "db", st.Where())
 	}
-	ex, err := newExecutor(c, st, lim)
+	sb, mb, err := budgets(c)
+	if err != nil {
+		return err
+	}
+	ex, err := newExecutor(c, st, lim, sb)
 	if err != nil {
 		return err
 	}
@@ -144,7 +152,7 @@ func serveAction(c *cli.Context) error {
 	}
 	if c.Bool("mcp") {
 		srv, err := mcpserver.New(ctx, mcpserver.Config{Executor: ex, Registry: reg, Admission: adm, ExecLimits: lim,
-			SkillsOnly: !c.Bool("enable-exec"), Version: wasmpyVersion(), Logger: log})
+			SkillsOnly: !c.Bool("enable-exec"), Version: wasmpyVersion(), Logger: log, Budgets: mb})
 		if err != nil {
 			return &exitError{code: exitWasmpy, msg: oneLine(err)}
 		}
@@ -154,6 +162,12 @@ func serveAction(c *cli.Context) error {
 	svc, err := service.New(scfg)
 	if err != nil {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+	}
+	if !svc.AsksForTokens() {
+		log.Warn("NO AUTHENTICATION: this service asks for no token: anyone who reaches "+ln.Addr().String()+
+			" runs its skills (and code, with --enable-exec) and reads its records. It decides at start-up: a token made "+
+			"later with `wasmpy token create` takes effect only once the service restarts. Give tokens with --tokens-file, "+
+			"$WASMPY_TOKENS or `wasmpy token create` before starting it.", "addr", ln.Addr().String(), "db", st.Where())
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "loading_skills", len(reg.Pending()),
 		"db", st.Where(), "auth", svc.AsksForTokens(), "exec", c.Bool("enable-exec"), "mcp", c.Bool("mcp"), "interpreter", ex.Interpreter().Kind)
@@ -258,4 +272,58 @@ func readTokens(path string) ([]string, error) {
 		return nil, usageErr("--tokens-file %s: no tokens in it", path)
 	}
 	return tokens, nil
+}
+
+// budgetFlags bound what sessions and MCP hold, in all and per token.
+func budgetFlags() []cli.Flag {
+	sb, mb := skills.DefaultSessionBudgets(), mcpserver.DefaultBudgets()
+	size := func(n int64) string { return units.FormatSize(uint64(n)) }
+	return []cli.Flag{
+		&cli.StringFlag{Name: "session-memory", Value: size(sb.Memory), Usage: "budget: the state of every open session together"},
+		&cli.StringFlag{Name: "session-memory-per-token", Value: size(sb.MemoryPerCaller), Usage: "budget: the state of one token's open sessions"},
+		&cli.StringFlag{Name: "session-store", Value: size(sb.Store), Usage: "budget: what the store keeps of every session"},
+		&cli.StringFlag{Name: "session-store-per-token", Value: size(sb.StorePerCaller), Usage: "budget: what the store keeps of one token's sessions"},
+		&cli.StringFlag{Name: "sessions-per-token", Value: fmt.Sprint(sb.SessionsPerCaller), Usage: "budget: sessions one token keeps open (all of them: 100)"},
+		&cli.StringFlag{Name: "mcp-sessions", Value: fmt.Sprint(mb.Sessions), Usage: "budget: MCP sessions open at once (--mcp)"},
+		&cli.StringFlag{Name: "mcp-sessions-per-token", Value: fmt.Sprint(mb.SessionsPerCaller), Usage: "budget: MCP sessions one token keeps open"},
+		&cli.StringFlag{Name: "mcp-workspaces", Value: size(mb.Workspaces), Usage: "budget: the files of every MCP session's workspace together"},
+		&cli.StringFlag{Name: "mcp-workspaces-per-token", Value: size(mb.WorkspacesPerCaller), Usage: "budget: the files of one token's MCP workspaces"},
+	}
+}
+
+// budgets reads the budget flags: a size (or a count) each, or "none".
+func budgets(c *cli.Context) (skills.SessionBudgets, mcpserver.Budgets, error) {
+	var err error
+	get := func(name string, isSize bool) int64 {
+		v := strings.TrimSpace(c.String(name))
+		if err != nil {
+			return 0
+		}
+		if v == "none" {
+			return -1
+		}
+		var n uint64
+		var perr error
+		if isSize {
+			n, perr = units.ParseSizeWithUnit(v)
+		} else {
+			n, perr = strconv.ParseUint(v, 10, 31)
+		}
+		switch {
+		case perr != nil || n == 0 || n > 1<<50:
+			want := "a whole number from 1"
+			if isSize {
+				want = "a size such as 512MiB or 4GiB"
+			}
+			err = usageErr("--%s %q: want %s, or none for no bound", name, v, want)
+			return 0
+		}
+		return int64(n)
+	}
+	sb := skills.SessionBudgets{Memory: get("session-memory", true), MemoryPerCaller: get("session-memory-per-token", true),
+		Store: get("session-store", true), StorePerCaller: get("session-store-per-token", true),
+		SessionsPerCaller: int(get("sessions-per-token", false))}
+	mb := mcpserver.Budgets{Sessions: int(get("mcp-sessions", false)), SessionsPerCaller: int(get("mcp-sessions-per-token", false)),
+		Workspaces: get("mcp-workspaces", true), WorkspacesPerCaller: get("mcp-workspaces-per-token", true)}
+	return sb, mb, err
 }

@@ -138,7 +138,11 @@ func TestServeCLI(t *testing.T) {
 
 func TestServeExecAndDefaults(t *testing.T) {
 	requireCapabilities(t)
-	url, _, stop := serveCLI(t, "--db", filepath.Join(t.TempDir(), "p.db"), "--enable-exec", "--timeout", "2s", "--log-format", "json")
+	url, logs, stop := serveCLI(t, "--db", filepath.Join(t.TempDir(), "p.db"), "--enable-exec", "--timeout", "2s", "--log-format", "json")
+	// #25 (weak): a service started with no token stays open after the
+	// first `token create`; it says so at start-up, loudly.
+	require.Contains(t, logs.String(), `"level":"WARN","msg":"NO AUTHENTICATION: this service asks for no token`)
+	require.Contains(t, logs.String(), "takes effect only once the service restarts")
 	code, body := httpDo(t, "GET", url+"/skills", "")
 	require.Equal(t, 200, code)
 	require.Len(t, body["skills"], 3, "the built-in examples")
@@ -149,6 +153,23 @@ func TestServeExecAndDefaults(t *testing.T) {
 	code, _ = httpDo(t, "POST", url+"/exec", `{"code": "1", "limits": {"timeout_ms": 5000}}`)
 	require.Equal(t, 400, code, "--timeout caps /exec")
 	require.Equal(t, 0, stop())
+}
+
+// Budgets are flags of serve: past one, 429 budget_exceeded; a service
+// with tokens does not warn that it has none.
+func TestServeBudgets(t *testing.T) {
+	requireCapabilities(t)
+	tokens := writeScript(t, "tokens", "t0ken\nother\n")
+	url, logs, _ := serveCLI(t, "--db", filepath.Join(t.TempDir(), "p.db"), "--enable-exec", "--tokens-file", tokens,
+		"--sessions-per-token", "1", "--session-memory", "none")
+	require.NotContains(t, logs.String(), "NO AUTHENTICATION")
+	code, body := httpDo(t, "POST", url+"/sessions", "", "Authorization", "Bearer t0ken")
+	require.Equal(t, 201, code, "%v", body)
+	code, body = httpDo(t, "POST", url+"/sessions", "", "Authorization", "Bearer t0ken")
+	require.Equal(t, 429, code, "%v", body)
+	require.Equal(t, "budget_exceeded", body["error"].(map[string]any)["code"])
+	code, body = httpDo(t, "POST", url+"/sessions", "", "Authorization", "Bearer other")
+	require.Equal(t, 201, code, "per token: %v", body)
 }
 
 func TestServeBadFlags(t *testing.T) {
@@ -163,6 +184,9 @@ func TestServeBadFlags(t *testing.T) {
 		{[]string{"--tokens-file", empty}, "no tokens"},
 		{[]string{"--addr", "256.0.0.1:99999"}, "--addr"},
 		{[]string{"--max-body", "lots"}, "--max-body"},
+		{[]string{"--session-memory", "lots"}, `--session-memory "lots": want a size such as 512MiB or 4GiB, or none for no bound`},
+		{[]string{"--mcp-sessions", "0"}, `--mcp-sessions "0": want a whole number from 1, or none`},
+		{[]string{"--mcp-workspaces-per-token", "-1B"}, "--mcp-workspaces-per-token"},
 		{[]string{"--skills", filepath.Join(dir, "nope")}, "no such file"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {

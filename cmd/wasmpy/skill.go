@@ -84,7 +84,7 @@ func skillCommand() *cli.Command {
 // newExecutor opens the sandbox skills run in, recording into st (may be
 // nil), with the tiers of --tiers; lim are ceilings on the tiers' limits.
 // --tier is the default tier of raw code (serve's /exec and sessions).
-func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits) (*skills.Executor, error) {
+func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...skills.SessionBudgets) (*skills.Executor, error) {
 	cfg, err := sandboxConfig(c)
 	if err != nil {
 		return nil, err
@@ -95,6 +95,9 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits) (*skills.Ex
 		return nil, err
 	}
 	ecfg := skills.ExecutorConfig{Sandbox: cfg, Tiers: set, DefaultTier: c.String("tier")}
+	for _, b := range budgets {
+		ecfg.Budgets = b
+	}
 	if _, err := set.Lookup(ecfg.DefaultTier); ecfg.DefaultTier != "" && err != nil {
 		return nil, usageErr("--tier: %s", strings.TrimPrefix(err.Error(), "tiers: "))
 	}
