@@ -104,7 +104,9 @@ class Unauthorized(ServiceError):
 
 
 class Busy(ServiceError):
-    """Every run slot (or session) is taken and the queue is full: try again later."""
+    """Every run slot (or session) is taken and the queue is full, or a budget
+    (the caller's or the service's) is full: try again later, or close a
+    session."""
 
 
 class NotFound(ServiceError):
@@ -116,7 +118,8 @@ class InvalidInput(ServiceError):
 
 
 class Forbidden(ServiceError):
-    """The token lacks the role the request needs (an admin's, to change skills)."""
+    """The token lacks the role the request needs (an admin's, to change
+    skills), or asked for a tier above its maximum (tier_forbidden)."""
 
 
 class Conflict(ServiceError):
@@ -135,7 +138,8 @@ class InvalidSkill(ServiceError):
 
 
 SERVICE_ERRORS: Dict[str, Type[ServiceError]] = {
-    "unauthorized": Unauthorized, "busy": Busy, "too_many_sessions": Busy, "not_found": NotFound,
+    "unauthorized": Unauthorized, "busy": Busy, "too_many_sessions": Busy, "budget_exceeded": Busy,
+    "not_found": NotFound, "tier_forbidden": Forbidden,
     "unknown_skill": NotFound, "unknown_execution": NotFound, "unknown_session": NotFound,
     "exec_disabled": NotFound, "invalid_input": InvalidInput, "forbidden": Forbidden,
     "skill_exists": Conflict, "skill_disabled": Conflict, "not_registered": Conflict,

@@ -21,12 +21,13 @@
 //
 // Every error is JSON, {"error": {"code": ..., "message": ...}}, with a
 // stable code and its status: bad_request 400, unauthorized 401,
-// approval_required/cross_origin/forbidden 403, not_found/unknown_skill/
+// approval_required/cross_origin/forbidden/tier_forbidden 403, not_found/unknown_skill/
 // unknown_execution/unknown_session/exec_disabled 404, method_not_allowed 405,
 // session_conflict/skill_exists/skill_disabled/not_registered 409,
 // body_too_large 413, unsupported_media_type 415, invalid_input 422 (with
 // "pointer", the first failing JSON pointer, and "violations"),
-// invalid_skill 422 (with "problems"), busy and too_many_sessions 429,
+// invalid_skill 422 (with "problems"), busy, too_many_sessions and
+// budget_exceeded 429,
 // internal 500 (never with a stack trace), no_registration 501,
 // invalid_output and run_failed 502, loading 503 (a skill still being checked: the service answers while
 // its Registry loads), not_ready 503, timeout 504.
