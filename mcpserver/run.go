@@ -151,9 +151,9 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if err != nil {
 		return s.fail(err)
 	}
-	if lim.Output == 0 { // the output streams, so the sandbox would set no bound of its own
-		lim.Output = wasmpy.DefaultLimits().Output
-	}
+	// The output streams, so the sandbox would set no bound of its own: the
+	// default capture's.
+	lim = lim.Or(wasmpy.Limits{Output: wasmpy.DefaultLimits().Output})
 	ws, err := s.files(req.Session)
 	if err != nil {
 		return s.fail(err)
