@@ -83,8 +83,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand:      true,
 		EnableBashCompletion: true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // run reports errors
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageErr("%v", err)
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return usageErr("%v%s", err, flagHint(err, c.App.Flags))
 		},
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "version", Usage: "print the versions of wasmpy and its interpreters"}},
 		Action: func(c *cli.Context) error {
@@ -149,7 +149,33 @@ func unknownCommand(cmds []*cli.Command, parent, name string) error {
 	if best != "" {
 		msg += fmt.Sprintf("; did you mean %q?", strings.TrimSpace(parent+" "+best))
 	}
-	return usageErr("%s (run 'wasmpy help %s' for the list)", msg, strings.TrimSpace(parent))
+	return usageErr("%s (run '%s' for the list)", msg, strings.TrimSpace("wasmpy help "+parent))
+}
+
+// flagHint is "; did you mean --NAME?" for the flag parser's error about
+// an undefined flag that is a typo of one of flags, else "".
+func flagHint(err error, flags []cli.Flag) string {
+	const undefined = "flag provided but not defined: "
+	_, typed, ok := strings.Cut(err.Error(), undefined)
+	if !ok {
+		return ""
+	}
+	typed = strings.TrimLeft(strings.TrimSpace(typed), "-")
+	best, bestDist := "", 3 // farther than 2 edits is no typo
+	if len(typed) <= 3 {
+		bestDist = 2 // a short name: one edit at most
+	}
+	for _, f := range flags {
+		for _, name := range f.Names() {
+			if d := editDistance(typed, name); d < bestDist && len(name) > 1 {
+				best, bestDist = name, d
+			}
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean --" + best + "?"
 }
 
 // editDistance is the Levenshtein distance, with a transposition counting
@@ -223,7 +249,7 @@ func scriptArgs(args []string) []string {
 func withUsageErrors(cmds []*cli.Command) []*cli.Command {
 	for _, cmd := range cmds {
 		cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return usageErr("%s %v", cmd.Name, err)
+			return usageErr("%s %v%s", cmd.Name, err, flagHint(err, cmd.Flags))
 		}
 		if len(cmd.Subcommands) > 0 && cmd.Action == nil {
 			cmd.Action = func(c *cli.Context) error {

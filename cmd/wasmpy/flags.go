@@ -235,7 +235,7 @@ func reparse(c *cli.Context) (*cli.Context, error) {
 	var args []string
 	for len(rest) > 0 {
 		if err := set.Parse(rest); err != nil {
-			return nil, usageErr("%s %v", c.Command.Name, err)
+			return nil, usageErr("%s %v%s", c.Command.Name, err, flagHint(err, c.Command.Flags))
 		}
 		left := set.Args()
 		if n := len(rest) - len(left); n > 0 && rest[n-1] == "--" {
