@@ -82,9 +82,11 @@ func filter(c *cli.Context) (provenance.Filter, error) {
 	return f, nil
 }
 
-func skillName(s string) string {
+// skillName is a record's skill, or for a run of no skill its kind's
+// label: (exec), (gen), (def), (net), (session).
+func skillName(kind, s string) string {
 	if s == "" {
-		return "(exec)"
+		return "(" + kind + ")"
 	}
 	return s
 }
@@ -131,7 +133,7 @@ func historyList(c *cli.Context) error {
 			actor += " (" + clean(r.ActorType) + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05"), clean(r.ExecutionID),
-			clean(r.Kind), clean(skillName(r.Skill)), clean(r.Version), clean(r.Outcome), ms(r.DurationMS), actor)
+			clean(r.Kind), clean(skillName(r.Kind, r.Skill)), clean(r.Version), clean(r.Outcome), ms(r.DurationMS), actor)
 	}
 	return tw.Flush()
 }
@@ -242,7 +244,7 @@ func printRecord(w io.Writer, r *provenance.Record) {
 	for _, kv := range [][2]string{
 		{"execution_id", r.ExecutionID},
 		{"kind", r.Kind},
-		{"skill", skillName(r.Skill) + " " + r.Version},
+		{"skill", skillName(r.Kind, r.Skill) + " " + r.Version},
 		{"actor", r.ActorID + " (" + r.ActorType + ")"},
 		{"approved", fmt.Sprint(r.Approved)},
 		{"tier", r.Tier},
@@ -297,7 +299,7 @@ func statsAction(c *cli.Context) error {
 			outs = append(outs, fmt.Sprintf("%s=%d", o, n))
 		}
 		sort.Strings(outs)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%%\t%s\t%s\t%s\t%s\n", clean(s.Kind), clean(skillName(s.Skill)), s.Total, 100*s.SuccessRate,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%%\t%s\t%s\t%s\t%s\n", clean(s.Kind), clean(skillName(s.Kind, s.Skill)), s.Total, 100*s.SuccessRate,
 			ms(s.P50MS), ms(s.P90MS), ms(s.P99MS), clean(strings.Join(outs, " ")))
 	}
 	return tw.Flush()

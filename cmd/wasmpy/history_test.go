@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,4 +243,31 @@ func TestExecRecord(t *testing.T) {
 	require.Equal(t, 2, stats[0].Total)
 	require.Equal(t, 0.5, stats[0].SuccessRate)
 	require.Equal(t, map[string]int{"ok": 1, "exception": 1}, stats[0].Outcomes)
+}
+
+// A run of no skill is listed under its kind's own label: a gen run is
+// (gen), not (exec).
+func TestHistoryLabelsRunsOfNoSkillByKind(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	st, err := stores.Open(context.Background(), db)
+	require.NoError(t, err)
+	for i, kind := range []string{provenance.KindGen, provenance.KindDef, provenance.KindExec, provenance.KindNet} {
+		rec := &provenance.Record{ExecutionID: fmt.Sprintf("abcd0000-0000-4000-8000-00000000000%d", i), Kind: kind,
+			Outcome: provenance.OutcomeRunning, StartedAt: time.Now().UTC(), HostCalls: []provenance.HostCall{}}
+		require.NoError(t, st.Begin(context.Background(), rec))
+		rec.Outcome = provenance.OutcomeOK
+		require.NoError(t, st.Finish(context.Background(), rec))
+	}
+	require.NoError(t, st.Close())
+	code, out, errOut := wasmpyCLI(t, "", "history", "--db", db)
+	require.Equal(t, 0, code, errOut)
+	for _, kind := range []string{"gen", "def", "exec", "net"} {
+		require.Regexp(t, `(?m)\s`+kind+`\s+\(`+kind+`\)\s`, out)
+	}
+	code, out, errOut = wasmpyCLI(t, "", "stats", "--db", db)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^gen\s+\(gen\)\s+1\s`, out)
+	code, out, errOut = wasmpyCLI(t, "", "history", "show", "--db", db, "abcd0000-0000-4000-8000-000000000000")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `skill:\s+\(gen\)`, out)
 }
