@@ -43,11 +43,13 @@ func execCommand() *cli.Command {
 			"(one starts in the background when none runs; see `wasmpy help resident`): the same run,\n" +
 			"a fresh instance each time, started in milliseconds. --resident=false runs it here.\n\n" +
 			"The script runs in the trusted tier (every capability, wasmpy's default limits) unless\n" +
-			"--tier says otherwise (`wasmpy tiers`); limit flags override the tier's for this run.\n\n" +
+			"--tier says otherwise (`wasmpy tiers`); limit flags override the tier's for this run.\n" +
+			"As with python3 there is no wall-clock limit unless --timeout asks for one, or --tier\n" +
+			"(its timeout; the REPL still has none); serve, mcp and sessions over HTTP keep their tier's.\n\n" +
 			"Exit status: the script's own; 130 after Ctrl-C, 143 after SIGTERM. Sandbox outcomes\n" +
 			"have their own: 120 internal, 121 memory, 122 output, 123 fuel, 124 timeout; 2 is a\n" +
 			"usage error, 125 a wasmpy failure.",
-		Flags:  append(execFlags(), append(append(limitFlags(), tierFlags()...), capabilityFlags()...)...),
+		Flags:  append(execFlags(), append(append(execLimitFlags(), tierFlags()...), capabilityFlags()...)...),
 		Action: execAction,
 	}
 }
@@ -87,8 +89,10 @@ func execAction(c *cli.Context) error {
 	if job.Grants, err = tierGrants(c, tier); err != nil {
 		return err
 	}
-	if job.Interactive && !c.IsSet("timeout") {
-		job.Limits.Timeout = math.MaxInt64 // a session lasts as long as its user
+	if !c.IsSet("timeout") && (job.Interactive || !c.IsSet("tier")) {
+		// As python3: a script runs as long as it needs, a session as long
+		// as its user; --timeout, or --tier for a script, asks for a limit.
+		job.Limits.Timeout = math.MaxInt64
 	}
 	job = operatorPolicy(*tier)(job)
 	cfg, err := sandboxConfig(c)

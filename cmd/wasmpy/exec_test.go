@@ -423,3 +423,25 @@ func TestExecStreamsNoReport(t *testing.T) {
 	require.True(t, strings.HasSuffix(errOut, "ZeroDivisionError: division by zero\n"), errOut)
 	require.NotContains(t, errOut, "wasmpy-report")
 }
+
+// exec has no wall-clock limit unless --timeout or --tier asks for one,
+// as python3 has none: the trusted tier's timeout (here made short by a
+// tiers file, 30s built in) does not stop a script that runs longer.
+func TestExecHasNoWallClockLimitByDefault(t *testing.T) {
+	tiersFile := writeScript(t, "tiers.yaml", "tiers:\n  - name: trusted\n    extends: trusted\n    limits: {timeout: 200ms}\n")
+	const script = "import time\ntime.sleep(0.6)\nprint('done')\n"
+	code, out, errOut := wasmpyCLI(t, "", "exec", "--tiers", tiersFile, "-c", script)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "done\n", out)
+
+	code, _, errOut = wasmpyCLI(t, "", "exec", "--tiers", tiersFile, "--tier", "trusted", "-c", script)
+	require.Equal(t, 124, code, "--tier asks for the tier's timeout")
+	require.Contains(t, errOut, "timed out after 200ms")
+	code, _, errOut = wasmpyCLI(t, "", "exec", "--tiers", tiersFile, "--timeout", "200ms", "-c", script)
+	require.Equal(t, 124, code, "--timeout asks for one")
+	require.Contains(t, errOut, "timed out after 200ms")
+
+	code, out, _ = wasmpyCLI(t, "", "exec", "--help")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "no wall-clock limit unless --timeout")
+}

@@ -34,6 +34,13 @@ var (
 
 func limitFlags() []cli.Flag { return []cli.Flag{timeoutFlag, memoryFlag, outputFlag, fuelFlag} }
 
+// execLimitFlags are exec's: its --timeout has no default, as python3 has
+// no wall-clock limit.
+func execLimitFlags() []cli.Flag {
+	return []cli.Flag{&cli.StringFlag{Name: "timeout", Usage: "wall-clock limit, e.g. 500ms, 2s, 1m (default: none, as python3; with --tier, the tier's)"},
+		memoryFlag, outputFlag, fuelFlag}
+}
+
 // capabilityFlags configure what a run may reach: its workspace, the LLM, imports.
 func capabilityFlags() []cli.Flag {
 	return []cli.Flag{
