@@ -65,7 +65,7 @@ func TestDeployManifests(t *testing.T) {
 	require.Equal(t, "cpu", get(docs["HorizontalPodAutoscaler/wasmpy"], "spec", "metrics", 0, "resource", "name"))
 
 	c := get(pod, "spec", "containers", 0)
-	require.Equal(t, "/health", get(c, "livenessProbe", "httpGet", "path"))
+	require.Equal(t, "/health/live", get(c, "livenessProbe", "httpGet", "path"))
 	require.Equal(t, "/health/ready", get(c, "readinessProbe", "httpGet", "path"))
 	require.Equal(t, "http", get(c, "ports", 0, "name"))
 	require.Equal(t, 8002, get(c, "ports", 0, "containerPort"))

@@ -220,9 +220,13 @@ func TestServeAnswersWhileSkillsLoad(t *testing.T) {
 	// check takes milliseconds.
 	url, logs, stop := serveCLINow(t, "--skills", dir, "--db", filepath.Join(t.TempDir(), "p.db"), "--skill-check-timeout", "1s")
 	code, health := httpDo(t, "GET", url+"/health", "")
-	require.Equal(t, 200, code)
+	require.Equal(t, 503, code, "a classic client waits for /health before it calls a skill: %v", health)
+	require.Equal(t, "loading", health["status"])
 	require.Less(t, time.Since(start), 5*time.Second, "/health answers at once")
 	require.NotZero(t, health["loading_skills"], "%v", health)
+	code, health = httpDo(t, "GET", url+"/health/live", "")
+	require.Equal(t, 200, code, "liveness does not wait for the skills")
+	require.Equal(t, "ok", health["status"])
 
 	require.Eventually(t, func() bool {
 		code, _ := httpDo(t, "POST", url+"/skills/echo/execute", `{"args": {"message": "early"}}`)
@@ -233,9 +237,11 @@ func TestServeAnswersWhileSkillsLoad(t *testing.T) {
 	require.Equal(t, "loading", body["error"].(map[string]any)["code"])
 
 	require.Eventually(t, func() bool {
-		_, health := httpDo(t, "GET", url+"/health", "")
-		return health["loading_skills"] == 0.0
+		code, health := httpDo(t, "GET", url+"/health", "")
+		return code == 200 && health["status"] == "ok"
 	}, time.Minute, 50*time.Millisecond)
+	_, health = httpDo(t, "GET", url+"/health", "")
+	require.Equal(t, 0.0, health["loading_skills"], "%v", health)
 	code, body = httpDo(t, "POST", url+"/skills/slow/execute", `{}`)
 	require.Equal(t, 404, code, "refused once its check ran out of time: %v", body)
 	code, _ = httpDo(t, "POST", url+"/skills/deep/execute", `{}`)

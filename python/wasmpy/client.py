@@ -56,8 +56,14 @@ class Client:
     # -- the API --
 
     def health(self) -> Dict[str, Any]:
-        """GET /health."""
-        return self._request("GET", "/health")
+        """GET /health: its status is "loading" (a 503) until the service's
+        skills have loaded, then "ok" (or "degraded": none loaded)."""
+        try:
+            return self._request("GET", "/health")
+        except ServiceError as e:
+            if e.status == 503 and isinstance(e.record, dict) and e.record.get("status") == "loading":
+                return e.record
+            raise
 
     def run(self, code: str, *, limits: Optional[Limits] = None, stdin: Optional[str] = None,
             args: Sequence[str] = (), check: bool = True) -> Result:

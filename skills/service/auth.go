@@ -53,15 +53,15 @@ func (s *Service) setupAuth(cfg Config) error {
 // AsksForTokens reports whether requests need a token (Config.TokenStore).
 func (s *Service) AsksForTokens() bool { return s.auth }
 
-// authorized requires a valid bearer token on every endpoint but /health
-// and /health/ready, when the service asks for tokens, and notes the token
+// authorized requires a valid bearer token on every endpoint but /health,
+// /health/live and /health/ready, when the service asks for tokens, and notes the token
 // on the request (tokenOf).
 func (s *Service) authorized(next http.Handler) http.Handler {
 	if !s.auth {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" || r.URL.Path == "/health/ready" {
+		if r.URL.Path == "/health" || r.URL.Path == "/health/live" || r.URL.Path == "/health/ready" {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -15,9 +15,11 @@ import (
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
-// healthInfo is GET /health's answer.
+// healthInfo is GET /health's answer (and /health/live's).
 type healthInfo struct {
-	Status        string                 `json:"status"` // ok, or degraded: no skill loaded and none loading
+	// Status is ok; degraded: no skill loaded and none loading; loading
+	// (/health only, with 503): the skills are still being checked.
+	Status        string                 `json:"status"`
 	Skills        int                    `json:"skills"`
 	BrokenSkills  int                    `json:"broken_skills"`
 	LoadingSkills int                    `json:"loading_skills"`
@@ -27,19 +29,40 @@ type healthInfo struct {
 	UptimeSeconds int                    `json:"uptime_seconds"`
 }
 
-// health answers 200 while the process serves; status is "degraded" when
-// no skill is loaded and none is still loading: nothing can be executed.
+// health is the classic GET /health: 503 {"status": "loading"} until the
+// initial skill load has finished, so that a client that waits for it
+// finds every skill loaded; then 200, as liveAnswer.
 func (s *Service) health(w http.ResponseWriter, r *http.Request) error {
+	info := s.healthInfo()
+	if !s.cfg.Registry.Loaded() {
+		info.Status = "loading"
+		w.Header().Set("Retry-After", "1")
+		s.writeJSON(w, http.StatusServiceUnavailable, info)
+		return nil
+	}
+	s.writeJSON(w, http.StatusOK, info)
+	return nil
+}
+
+// live is GET /health/live: 200 while the process serves, loading or not,
+// for an orchestrator's liveness probe.
+func (s *Service) live(w http.ResponseWriter, r *http.Request) error {
+	s.writeJSON(w, http.StatusOK, s.healthInfo())
+	return nil
+}
+
+// healthInfo is the process's state; status is "degraded" when no skill is
+// loaded and none is still loading: nothing can be executed.
+func (s *Service) healthInfo() healthInfo {
 	st := s.adm.Stats()
 	n, pending := len(s.cfg.Registry.Skills()), len(s.cfg.Registry.Pending())
 	status := "ok"
 	if n == 0 && pending == 0 {
 		status = "degraded"
 	}
-	s.writeJSON(w, http.StatusOK, healthInfo{Status: status, Skills: n, BrokenSkills: len(s.cfg.Registry.Problems()),
+	return healthInfo{Status: status, Skills: n, BrokenSkills: len(s.cfg.Registry.Problems()),
 		LoadingSkills: pending, Interpreter: s.cfg.Executor.Interpreter(), InFlight: st.InFlight, Queued: st.Queued,
-		UptimeSeconds: int(time.Since(s.started).Seconds())})
-	return nil
+		UptimeSeconds: int(time.Since(s.started).Seconds())}
 }
 
 // readyTimeout bounds the store's ping in /health/ready.

@@ -36,7 +36,8 @@ type apiRoute struct {
 // apiRoutes are every route the service serves.
 var apiRoutes = []apiRoute{
 	{pattern: "GET /{$}", summary: "The service: name, version, links", answer: rootInfo{}},
-	{pattern: "GET /health", summary: "Liveness, skill counts, the interpreter (never needs a token)", answer: healthInfo{}},
+	{pattern: "GET /health", summary: "Skill counts, the interpreter; 503 status loading until the skills have loaded (never needs a token)", answer: healthInfo{}},
+	{pattern: "GET /health/live", summary: "Liveness: 200 while the process serves, loading or not (never needs a token)", answer: healthInfo{}},
 	{pattern: "GET /health/ready", summary: "Readiness: 503 not_ready while draining, loading skills or without the store (never needs a token)", answer: readyInfo{}},
 	{pattern: "GET /skills", summary: "The loaded skills", answer: skillList{}},
 	{pattern: "GET /skills/list", summary: "The loaded skills (classic route)", answer: skillList{}},

@@ -1,6 +1,7 @@
 // Package service is the HTTP API over a skills Registry and Executor:
 //
-//	GET  /health                     liveness, counts, the interpreter
+//	GET  /health                     counts, the interpreter; 503 {"status": "loading"} until the skills have loaded
+//	GET  /health/live                liveness: 200 while the process serves
 //	GET  /health/ready               readiness: 200, or 503 not_ready while draining, loading skills, or the store is unreachable
 //	GET  /skills                     the loaded skills
 //	GET  /skills/{name}              one skill
@@ -156,6 +157,7 @@ func New(cfg Config) (*Service, error) {
 		s.patterns = append(s.patterns, pattern)
 	}
 	route("GET /health", s.health)
+	route("GET /health/live", s.live)
 	route("GET /health/ready", s.ready)
 	route("GET /skills", s.listSkills)
 	route("GET /skills/{name}", s.getSkill)
