@@ -44,7 +44,8 @@ type Options struct {
 	// tier's choice.
 	Validation Strictness
 	// Policy, when set, shapes every run of generated code and its tests
-	// (a trust tier's Apply: narrower limits, grants and imports).
+	// (a trust tier's Apply: narrower limits, grants and imports). The
+	// prompts name the capabilities it leaves granted, and only those.
 	Policy func(wasmpy.Job) wasmpy.Job
 	// ResultOptional lets Task's code end without calling submit_result.
 	ResultOptional bool
@@ -336,6 +337,12 @@ type spec struct {
 func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 	s.data.AllowImports, s.data.ForbiddenNames = g.opts.AllowImports, g.opts.ForbiddenNames
 	s.data.ResultRequired = s.requireResult
+	// The prompt names exactly what a run of the code is granted: what
+	// the policy leaves of the built-ins the job asks for.
+	s.data.Grants = []string{}
+	for _, c := range s.job("").Grants {
+		s.data.Grants = append(s.data.Grants, string(c))
+	}
 	system, err := s.prompts.render("system", s.data)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package codegen
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 )
@@ -64,6 +65,9 @@ type promptData struct {
 	AllowImports   []string
 	ForbiddenNames []string
 	ResultRequired bool
+	// Grants are the capabilities a run of the code is granted (builtin
+	// names such as read_file); see Granted.
+	Grants []string
 	// For "retry":
 	Attempt int
 	Code    string
@@ -74,6 +78,13 @@ type promptData struct {
 	TestScaffold string
 	Doctests     int
 }
+
+// Granted reports whether the run is granted the capability name, for the
+// templates: {{if .Granted "read_file"}}.
+func (d promptData) Granted(name string) bool { return slices.Contains(d.Grants, name) }
+
+// GrantedAny reports whether the run is granted any of names.
+func (d promptData) GrantedAny(names ...string) bool { return slices.ContainsFunc(names, d.Granted) }
 
 // prompts is one mode's parsed templates.
 type prompts struct {
@@ -86,7 +97,7 @@ type prompts struct {
 // and sample data.
 func parsePrompts(kind, embedded, override string) (*prompts, error) {
 	sample := promptData{Task: "t", Signature: "def f(x):", Function: "f", AllowImports: []string{"math"},
-		ForbiddenNames: []string{"eval"}, ResultRequired: true, Attempt: 1, Code: "pass\n", Problem: "p",
+		ForbiddenNames: []string{"eval"}, ResultRequired: true, Grants: []string{"submit_result"}, Attempt: 1, Code: "pass\n", Problem: "p",
 		Tests: true, TestScaffold: "import unittest\n", Doctests: 1}
 	return parseTemplates(kind, embedded, override, promptNames, sample)
 }

@@ -18,7 +18,7 @@ import (
 func TestEmbeddedTemplates(t *testing.T) {
 	p, err := parsePrompts("task", TaskTemplate(), "")
 	require.NoError(t, err)
-	data := promptData{Task: "count words", AllowImports: []string{"math", "re"}, ForbiddenNames: []string{"eval", "open"}, ResultRequired: true}
+	data := promptData{Task: "count words", AllowImports: []string{"math", "re"}, ForbiddenNames: []string{"eval", "open"}, ResultRequired: true, Grants: []string{"submit_result"}}
 	system, err := p.render("system", data)
 	require.NoError(t, err)
 	require.Contains(t, system, "Import only these modules: math, re.")
@@ -110,7 +110,11 @@ func TestCache(t *testing.T) {
 func TestTaskPromptMatchesSandbox(t *testing.T) {
 	p, err := parsePrompts("task", taskTemplate, "")
 	require.NoError(t, err)
-	system, err := p.render("system", promptData{AllowImports: []string{"math"}, ForbiddenNames: []string{"eval"}, ResultRequired: true})
+	var all []string
+	for _, c := range wasmpy.Builtins() {
+		all = append(all, string(c))
+	}
+	system, err := p.render("system", promptData{AllowImports: []string{"math"}, ForbiddenNames: []string{"eval"}, ResultRequired: true, Grants: all})
 	require.NoError(t, err)
 	line := regexp.MustCompile(`(?m)^\s+(\w+)(\(.*?\)) -> (.+?)\s+#`)
 	var promised []map[string]string

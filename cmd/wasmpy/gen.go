@@ -36,7 +36,9 @@ func genCommand() *cli.Command {
 			"succeeded.\n" +
 			"While it waits, a progress line goes to stderr on a terminal (--progress: always).\n" +
 			"The code runs in the sandbox trust tier unless --tier says otherwise (`wasmpy tiers`): its\n" +
-			"limits, capabilities (submit_result only) and imports, and strict validation.",
+			"limits, capabilities (submit_result only) and imports, and strict validation. --workspace DIR\n" +
+			"also grants reading DIR (read_file, list_files, search_files), --out DIR writing files\n" +
+			"(write_file). The prompt names exactly the capabilities the code is granted.",
 		Flags: append(append([]cli.Flag{
 			&cli.BoolFlag{Name: "no-result", Usage: "the task needs no submit_result (it only prints or writes files)"},
 		}, codegenFlags()...), append(append(limitFlags(), tierFlags()...), capabilityFlags()...)...),
@@ -192,12 +194,20 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// An explicit --workspace is the user's grant of reading it, and --out
+	// of writing files, whatever the tier grants otherwise.
+	policy := *tier
+	policy.Capabilities = slices.Clone(tier.Capabilities)
 	for _, need := range []struct {
 		flag string
-		cp   wasmpy.Capability
-	}{{"workspace", wasmpy.ReadFile}, {"out", wasmpy.WriteFile}} {
-		if c.IsSet(need.flag) && tier.Refused([]wasmpy.Capability{need.cp}) != "" {
-			return nil, nil, nil, usageErr("--%s: tier %s does not grant %s: choose a tier that does, such as --tier testing", need.flag, tier.Name, need.cp)
+		cps  []wasmpy.Capability
+	}{{"workspace", []wasmpy.Capability{wasmpy.ReadFile, wasmpy.ListFiles, wasmpy.SearchFiles}}, {"out", []wasmpy.Capability{wasmpy.WriteFile}}} {
+		if c.IsSet(need.flag) {
+			for _, cp := range need.cps {
+				if !slices.Contains(policy.Capabilities, cp) {
+					policy.Capabilities = append(policy.Capabilities, cp)
+				}
+			}
 		}
 	}
 	lim, err := limits(c)
@@ -241,7 +251,6 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	} else {
 		cfg.AllowImports = withHelpers(opts.AllowImports)
 	}
-	policy := *tier
 	if policy.AllowImports != nil {
 		policy.AllowImports = withHelpers(policy.AllowImports)
 	}

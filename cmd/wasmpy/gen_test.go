@@ -120,10 +120,9 @@ func TestGenWorkspaceAndOptions(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("b a b"), 0o644))
 	srv := llmtest.New(t, pyReply("print(sorted(read_file('notes.txt').split()))\nwrite_file('out.txt', 'done')"))
 	outDir := t.TempDir()
-	code, _, errOut := wasmpyCLI(t, "", append([]string{"gen", "--no-result", "--workspace", ws}, append(codegenArgs(t, srv), "sort the words")...)...)
-	require.Equal(t, exitUsage, code, "sandbox, gen's default tier, grants no workspace")
-	require.Contains(t, errOut, "--workspace: tier sandbox does not grant read_file: choose a tier that does, such as --tier testing")
-	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen", "--no-result", "--tier", "testing", "--workspace", ws, "--out", outDir, "--allow-import", "math,re"},
+	// --workspace and --out are the user's grants of reading and writing,
+	// under gen's default tier (sandbox) too.
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen", "--no-result", "--workspace", ws, "--out", outDir, "--allow-import", "math,re"},
 		append(codegenArgs(t, srv), "sort the words")...)...)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "['a', 'b', 'b']\n", out)
@@ -133,6 +132,12 @@ func TestGenWorkspaceAndOptions(t *testing.T) {
 	system := srv.Requests()[0].Chat.Messages[0].Content
 	require.Contains(t, system, "Import only these modules: math, re.")
 	require.NotContains(t, system, "must call submit_result")
+	for _, fn := range []string{"read_file(path", "write_file(path", "list_files(pattern", "search_files(pattern", "submit_result(value)"} {
+		require.Contains(t, system, fn, "granted, so named")
+	}
+	for _, fn := range []string{"ask_llm", "embed(", "LLMError"} {
+		require.NotContains(t, system, fn, "not granted, so not named")
+	}
 
 	// The allowlist binds: json is not in it.
 	srv.Enqueue(pyReply("import json\nprint(json.dumps(1))"))
@@ -140,6 +145,41 @@ func TestGenWorkspaceAndOptions(t *testing.T) {
 		append(codegenArgs(t, srv), "print json")...)...)
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "import of 'json' is not allowed; the allowed modules are: math")
+}
+
+// The prompt names exactly what the run is granted: under gen's default
+// tier (sandbox), submit_result alone, so a model is not told of files it
+// cannot read; the README's example, with --workspace, reads them.
+func TestGenPromptNamesWhatIsGranted(t *testing.T) {
+	srv := llmtest.New(t, pyReply(genGood))
+	code, _, errOut := wasmpyCLI(t, "", append([]string{"gen"}, append(codegenArgs(t, srv), "submit pi")...)...)
+	require.Equal(t, 0, code, errOut)
+	system := srv.Requests()[0].Chat.Messages[0].Content
+	require.Contains(t, system, "submit_result(value)")
+	require.Contains(t, system, "there are no files to read or write")
+	for _, fn := range []string{"read_file", "write_file", "list_files", "search_files", "ask_llm", "embed("} {
+		require.NotContains(t, system, fn, "sandbox does not grant it")
+	}
+
+	// Under trusted, every built-in.
+	srv.Enqueue(pyReply(genGood))
+	code, _, errOut = wasmpyCLI(t, "", append([]string{"gen", "--tier", "trusted"}, append(codegenArgs(t, srv), "submit pi again")...)...)
+	require.Equal(t, 0, code, errOut)
+	system = srv.Requests()[1].Chat.Messages[0].Content
+	for _, fn := range []string{"read_file(path", "write_file(path", "list_files(pattern", "search_files(pattern", "ask_llm(prompt", "embed(texts", "submit_result(value)", "LLMError"} {
+		require.Contains(t, system, fn)
+	}
+
+	// The README's example, as written.
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "docs"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "docs", "notes.txt"), []byte("alpha beta beta\n"), 0o644))
+	t.Chdir(dir)
+	srv.Enqueue(pyReply("from collections import Counter\nsubmit_result(Counter(read_file('notes.txt').split()).most_common(3))"))
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"gen", "--workspace", "docs", "count the words in notes.txt and submit the top 3"}, codegenArgs(t, srv)...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "[[\"beta\",2],[\"alpha\",1]]\n", out)
+	require.Contains(t, srv.Requests()[2].Chat.Messages[0].Content, "read_file(path")
 }
 
 func TestGenTemplate(t *testing.T) {
