@@ -202,3 +202,34 @@ func TestResultErr(t *testing.T) {
 	require.Equal(t, wasmpy.KindException, e.Kind)
 	require.Equal(t, fmt.Sprint(res.Err()), "wasmpy: exception: KeyError: 'k'")
 }
+
+// An embedder's function takes positional arguments in the order its
+// argument struct declares its fields, keyword ones by name, or both, as a
+// Python function would (issue 30: price('apple') was a TypeError).
+func TestHostFuncPositionalArguments(t *testing.T) {
+	type quoteArgs struct {
+		SKU      string `json:"sku"`
+		Quantity int    `json:"quantity"`
+		Currency string
+		internal int    // unexported: not a parameter
+		Skipped  string `json:"-"`
+	}
+	sb := newSandbox(t, wasmpy.Config{HostFuncs: hostfuncs.Table{"quote": hostfuncs.Typed(func(ctx context.Context, a quoteArgs) (string, error) {
+		return fmt.Sprintf("%s x%d %s", a.SKU, a.Quantity, a.Currency), nil
+	})}})
+	res := runIn(t, sb, wasmpy.Job{Grants: []wasmpy.Capability{"quote"}, Code: `
+print(quote('apple'))
+print(quote('apple', 3, 'EUR'))
+print(quote('pear', quantity=2))
+print(quote(sku='fig', Currency='USD'))
+for bad in (lambda: quote('a', 1, 'EUR', 'extra'), lambda: quote('a', sku='b')):
+    try:
+        bad()
+    except TypeError as e:
+        print('TypeError:', e)
+`})
+	require.Nil(t, res.Error, "%s", res.Stderr)
+	require.Equal(t, "apple x0 \napple x3 EUR\npear x2 \nfig x0 USD\n"+
+		"TypeError: takes 3 positional arguments (sku, quantity, Currency) but 4 were given\n"+
+		"TypeError: got multiple values for argument \"sku\"\n", res.Stdout)
+}

@@ -18,13 +18,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
 // Func is one capability. args is the JSON object of the guest's keyword
-// arguments (never nil: "{}" when there are none).
+// arguments (never nil: "{}" when there are none). The guest's positional
+// arguments of an embedder's function, if any, are under the key
+// PositionalKey, a JSON array; Typed (DecodeArgs) binds them to A's fields
+// in declared order.
 type Func func(ctx context.Context, args json.RawMessage) (any, error)
+
+// PositionalKey is the key of the positional arguments in a call of an
+// embedder's function that had some: not a Python identifier, so no keyword
+// argument written as name=value has it.
+const PositionalKey = "*"
 
 // Table maps the names a guest calls to capabilities. A run gets its own
 // Table, so capabilities with per-run state (an overlay, a budget) live in it.
@@ -44,8 +54,10 @@ func (t Table) Names() []string {
 }
 
 // Typed adapts a Go function with a struct of arguments to a Func: the guest's
-// keyword arguments are decoded into A (unknown keys are an error, reported to
-// the guest as ValueError) and R is encoded as JSON.
+// arguments are decoded into A, positional ones bound to its fields in declared
+// order, keyword ones by name (unknown keys are an error, reported to the
+// guest as ValueError, too many positional ones a TypeError) and R is encoded
+// as JSON.
 func Typed[A, R any](fn func(ctx context.Context, args A) (R, error)) Func {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var a A
@@ -56,10 +68,18 @@ func Typed[A, R any](fn func(ctx context.Context, args A) (R, error)) Func {
 	}
 }
 
-// DecodeArgs decodes a guest's keyword arguments strictly into v.
+// DecodeArgs decodes a guest's arguments strictly into v: keyword ones by
+// name, and the positional ones (under PositionalKey) into the fields of the
+// struct v points to, in declared order, as Python binds them to parameters.
 func DecodeArgs(raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
+	}
+	if bytes.Contains(raw, []byte(`"`+PositionalKey+`"`)) {
+		var err error
+		if raw, err = bindPositional(raw, v); err != nil {
+			return err
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -67,6 +87,71 @@ func DecodeArgs(raw json.RawMessage, v any) error {
 		return Errorf(ValueError, "bad arguments: %v", err)
 	}
 	return nil
+}
+
+// bindPositional rewrites raw's positional arguments as keyword ones: the
+// names of v's struct fields, in declared order, as encoding/json names them.
+func bindPositional(raw json.RawMessage, v any) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, Errorf(ValueError, "bad arguments: %v", err)
+	}
+	posRaw, ok := obj[PositionalKey]
+	if !ok {
+		return raw, nil
+	}
+	delete(obj, PositionalKey)
+	var pos []json.RawMessage
+	if err := json.Unmarshal(posRaw, &pos); err != nil {
+		return nil, Errorf(ValueError, "bad arguments: positional arguments: %v", err)
+	}
+	names := paramNames(reflect.TypeOf(v))
+	if len(pos) > len(names) {
+		return nil, Errorf(TypeError, "takes %d positional argument%s (%s) but %d were given",
+			len(names), plural(len(names)), strings.Join(names, ", "), len(pos))
+	}
+	for i, val := range pos {
+		for k := range obj {
+			if strings.EqualFold(k, names[i]) {
+				return nil, Errorf(TypeError, "got multiple values for argument %q", names[i])
+			}
+		}
+		obj[names[i]] = val
+	}
+	return json.Marshal(obj)
+}
+
+// paramNames are the names encoding/json gives the exported fields of the
+// struct t points to, in declared order; none for another type.
+func paramNames(t reflect.Type) []string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var names []string
+	for f := range t.Fields() {
+		if !f.IsExported() || f.Anonymous {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // The Python exception classes a capability may ask the guest to raise.

@@ -133,11 +133,15 @@ def submit_result(value):
 
 
 def _generic(name):
-    """A wrapper for a capability an embedder added: keyword arguments only."""
-    def call(**kwargs):
+    """A wrapper for a capability an embedder added. Positional arguments go
+    under the key "*" (hostfuncs.PositionalKey); the host binds them to its
+    parameters in declared order."""
+    def call(*args, **kwargs):
+        if args:
+            kwargs["*"] = list(args)
         return _call(name, kwargs)
     call.__name__ = call.__qualname__ = name
-    call.__doc__ = "Host capability %r (keyword arguments only)." % name
+    call.__doc__ = "Host capability %r: positional arguments in declared order, or by keyword." % name
     return call
 
 
