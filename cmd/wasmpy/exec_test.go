@@ -445,3 +445,16 @@ func TestExecHasNoWallClockLimitByDefault(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "no wall-clock limit unless --timeout")
 }
+
+// The runner's frames never show in a user's traceback, in the REPL too:
+// time.sleep is the runner's wrapper (it flushes stdout first), and a
+// KeyboardInterrupt or an error inside it showed File "<wasmpy-runner>".
+func TestREPLTracebackHidesRunnerFrames(t *testing.T) {
+	code, _, errOut := wasmpyCLI(t, "import time\ntime.sleep(-1)\n", "exec", "-i", "-c", "x = 1")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "Traceback (most recent call last):\n  File \"<stdin>\", line 1, in <module>\nValueError: sleep length must be non-negative\n")
+	require.NotContains(t, errOut, "<wasmpy-runner>")
+	code, _, errOut = wasmpyCLI(t, "", "exec", "-c", "import time\ntime.sleep(-1)")
+	require.Equal(t, 1, code)
+	require.NotContains(t, errOut, "<wasmpy-runner>")
+}

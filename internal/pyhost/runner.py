@@ -513,11 +513,26 @@ def _exit_report(e):
     return {"status": "exit" if status else "ok", "exit_code": status}
 
 
+def _console_class():
+    import code
+
+    class Console(code.InteractiveConsole):
+        def showtraceback(self):
+            # The sandbox's frames (a wrapper such as time.sleep's) never
+            # show in the user's traceback, in the REPL as in a script.
+            try:
+                _strip_chain(sys.exc_info()[1])
+            except BaseException:
+                pass
+            super().showtraceback()
+
+    return Console
+
+
 def _interact(namespace, banner):
     """python3's REPL over stdin, in namespace, until EOF or exit()."""
-    import code
     sys.ps1, sys.ps2 = ">>> ", "... "
-    console = code.InteractiveConsole(namespace, filename="<stdin>")
+    console = _console_class()(namespace, filename="<stdin>")
     if banner:
         banner = ("Python %s on %s, in the wasmpy sandbox\n"
                   'Type "help", "copyright", "credits" or "license" for more information.'
