@@ -5,7 +5,7 @@ import (
 	"io/fs"
 )
 
-//go:embed examples
+//go:embed examples llm
 var examples embed.FS
 
 // Examples holds the built-in example skills, text_summarize,
@@ -13,6 +13,18 @@ var examples embed.FS
 // tree under skills/examples.
 func Examples() fs.FS {
 	sub, err := fs.Sub(examples, "examples")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	return sub
+}
+
+// LLMExamples holds the built-in skills that need an LLM endpoint (the
+// external_call flag): embed_text, the classic embeddings skill. They are
+// under skills/llm in the source tree; with Examples, the four skills of
+// the classic service.
+func LLMExamples() fs.FS {
+	sub, err := fs.Sub(examples, "llm")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -208,29 +207,11 @@ func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Registry, erro
 // Start. A dir that holds a skill.yaml is taken for one skill and loaded
 // alone.
 func StartDir(ctx context.Context, dir string, opts LoadOptions) (*Registry, error) {
-	fi, err := os.Stat(dir)
+	d, err := HostDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("skills: %w", err)
+		return nil, err
 	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("skills: %s is not a directory", dir)
-	}
-	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil {
-		// dir is a skill itself, not the directory of skills: load it alone.
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return nil, fmt.Errorf("skills: %w", err)
-		}
-		parent := filepath.Dir(abs)
-		if opts.Root == "" {
-			opts.Root = parent
-		}
-		return Start(ctx, oneDir{os.DirFS(parent), filepath.Base(abs)}, opts)
-	}
-	if opts.Root == "" {
-		opts.Root = dir
-	}
-	return Start(ctx, os.DirFS(dir), opts)
+	return StartDirs(ctx, []Dir{d}, opts)
 }
 
 // oneDir is fsys with only one of its top-level directories listed.
@@ -282,12 +263,13 @@ func Start(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Registry, error)
 	l := &loader{opts: opts, r: &Registry{done: make(chan struct{}), opts: opts, skills: map[string]*Skill{},
 		pending: map[string]int{}, groups: map[string][]*Skill{}, registered: map[string][]*Skill{},
 		disabled: map[string]bool{}, regPending: map[string]int{}, refused: map[string]refusedVersion{}}}
+	l.union, _ = fsys.(*union)
 	var todo []candidate
 	for _, e := range entries {
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
 			continue
 		}
-		c := l.readManifest(fsys, opts.Root, e.Name())
+		c := l.readManifest(fsys, l.rootOf(e.Name()), e.Name())
 		if c.decoded {
 			l.r.pending[c.skill.Name]++
 		}
@@ -317,8 +299,9 @@ func Start(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Registry, error)
 
 // loader loads skills into one registry.
 type loader struct {
-	opts LoadOptions
-	r    *Registry
+	opts  LoadOptions
+	r     *Registry
+	union *union // several sources (StartDirs): each directory's root
 }
 
 // candidate is a skill directory on its way through the checks.
@@ -501,7 +484,7 @@ func (l *loader) finish(c candidate) {
 	switch {
 	case len(ss) == 1:
 		s := ss[0]
-		s.Dir = filepath.Join(l.opts.Root, s.Dir) // the path users recognise
+		s.Dir = filepath.Join(l.rootOf(s.Dir), s.Dir) // the path users recognise
 		r.skills[name] = s
 		i, _ := slices.BinarySearch(r.names, name)
 		r.names = slices.Insert(r.names, i, name)
@@ -510,10 +493,10 @@ func (l *loader) finish(c candidate) {
 			var others []string
 			for _, o := range ss {
 				if o != s {
-					others = append(others, filepath.Join(l.opts.Root, o.Dir))
+					others = append(others, filepath.Join(l.rootOf(o.Dir), o.Dir))
 				}
 			}
-			r.problems = append(r.problems, Problem{Path: filepath.Join(l.opts.Root, s.Dir, ManifestFile), Skill: name,
+			r.problems = append(r.problems, Problem{Path: filepath.Join(l.rootOf(s.Dir), s.Dir, ManifestFile), Skill: name,
 				Reason: fmt.Sprintf("name %q is also used by %s", name, strings.Join(others, ", "))})
 		}
 	}

@@ -233,8 +233,16 @@ func reparse(c *cli.Context) (*cli.Context, error) {
 		}
 	}
 	for _, f := range c.Command.Flags { // the flags before the first positional
-		if name := f.Names()[0]; c.IsSet(name) {
-			if err := set.Set(name, fmt.Sprint(c.Value(name))); err != nil {
+		name := f.Names()[0]
+		if !c.IsSet(name) {
+			continue
+		}
+		values := []string{fmt.Sprint(c.Value(name))}
+		if _, ok := f.(*cli.StringSliceFlag); ok {
+			values = c.StringSlice(name) // repeatable: each value again
+		}
+		for _, v := range values {
+			if err := set.Set(name, v); err != nil {
 				return nil, usageErr("%s --%s: %v", c.Command.Name, name, err)
 			}
 		}

@@ -55,7 +55,7 @@ func mcpAction(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// A client lists the tools as soon as it connects: load the skills first.
-	reg, err := loadSkills(c, ex, c.String("skills"))
+	reg, err := loadSkills(c, ex, c.StringSlice("skills"))
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func serveAction(c *cli.Context) error {
 	defer ex.Close(c.Context)
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	reg, err := startSkills(ctx, c, ex, c.String("skills"), st)
+	reg, err := startSkills(ctx, c, ex, c.StringSlice("skills"), st)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func serveAction(c *cli.Context) error {
 		}
 		log.Info("skills loaded", "skills", len(reg.Skills()), "broken", len(reg.Problems()), "seconds", time.Since(start).Seconds())
 		if len(reg.Skills()) == 0 {
-			log.Warn("no skill loaded: /health says degraded; --skills names the directory that holds skill directories", "skills", c.String("skills"))
+			log.Warn("no skill loaded: /health says degraded; --skills names the directory that holds skill directories", "skills", strings.Join(c.StringSlice("skills"), ","))
 		}
 	}()
 	if ex.Interpreter().Kind != assets.Wasmpy {

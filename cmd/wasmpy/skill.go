@@ -20,8 +20,8 @@ import (
 
 // Flags shared by the skill, serve, history and stats commands.
 var (
-	skillsFlag = &cli.StringFlag{Name: "skills", EnvVars: []string{"WASMPY_SKILLS"},
-		Usage: "`DIR` of skills, one per subdirectory (default: the built-in examples)"}
+	skillsFlag = &cli.StringSliceFlag{Name: "skills", EnvVars: []string{"WASMPY_SKILLS"},
+		Usage: "`DIR` of skills, one per subdirectory, or one skill's directory; repeatable (default: the built-in examples, and embed_text with --llm-base-url)"}
 	dbFlag = &cli.StringFlag{Name: "db", EnvVars: []string{"WASMPY_DB"},
 		Usage: "provenance database: a SQLite file `PATH` or a postgres://USER@HOST/DB URL (default: wasmpy/provenance.db under the user's data dir)"}
 	jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print JSON"}
@@ -112,8 +112,8 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...
 }
 
 // loadSkills loads --skills (or the built-in examples).
-func loadSkills(c *cli.Context, ex *skills.Executor, dir string) (*skills.Registry, error) {
-	reg, err := startSkills(c.Context, c, ex, dir, nil)
+func loadSkills(c *cli.Context, ex *skills.Executor, dirs []string) (*skills.Registry, error) {
+	reg, err := startSkills(c.Context, c, ex, dirs, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -123,22 +123,30 @@ func loadSkills(c *cli.Context, ex *skills.Executor, dir string) (*skills.Regist
 	return reg, nil
 }
 
-// startSkills starts loading --skills (or the built-in examples), and the
+// startSkills starts loading the --skills directories (or the built-in
+// examples: embed_text too where an LLM endpoint is configured), and the
 // skills registered in registered if it is set.
-func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dir string, registered provenance.Skills) (*skills.Registry, error) {
+func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dirs []string, registered provenance.Skills) (*skills.Registry, error) {
 	// --skill-check-timeout and --skill-sync are serve's; elsewhere they read
 	// as 0, the default.
 	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls(),
 		SkillTimeout: c.Duration("skill-check-timeout"), Registered: registered, SyncInterval: c.Duration("skill-sync"),
 		Tiers: ex.Tiers()}
-	var reg *skills.Registry
-	var err error
-	if dir == "" {
-		opts.Root = "(built-in)"
-		reg, err = skills.Start(ctx, skills.Examples(), opts)
-	} else {
-		reg, err = skills.StartDir(ctx, dir, opts)
+	var srcs []skills.Dir
+	for _, dir := range dirs {
+		d, err := skills.HostDir(dir)
+		if err != nil {
+			return nil, usageErr("%s", strings.TrimPrefix(err.Error(), "skills: "))
+		}
+		srcs = append(srcs, d)
 	}
+	if len(srcs) == 0 {
+		srcs = []skills.Dir{{FS: skills.Examples(), Root: "(built-in)"}}
+		if ex.AllowsExternalCalls() {
+			srcs = append(srcs, skills.Dir{FS: skills.LLMExamples(), Root: "(built-in)"})
+		}
+	}
+	reg, err := skills.StartDirs(ctx, srcs, opts)
 	switch {
 	case errors.Is(err, skills.ErrRegistered):
 		return nil, &exitError{code: exitWasmpy, msg: oneLine(err)}
@@ -163,7 +171,7 @@ func skillList(c *cli.Context) error {
 		return err
 	}
 	defer ex.Close(c.Context)
-	reg, err := loadSkills(c, ex, c.String("skills"))
+	reg, err := loadSkills(c, ex, c.StringSlice("skills"))
 	if err != nil {
 		return err
 	}
@@ -236,7 +244,7 @@ func skillShow(c *cli.Context) error {
 
 // findSkill loads the --skills registry and returns the skill called name.
 func findSkill(c *cli.Context, ex *skills.Executor, name string) (*skills.Skill, error) {
-	reg, err := loadSkills(c, ex, c.String("skills"))
+	reg, err := loadSkills(c, ex, c.StringSlice("skills"))
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +278,7 @@ func skillValidate(c *cli.Context) error {
 		return err
 	}
 	defer ex.Close(c.Context)
-	reg, err := loadSkills(c, ex, dir)
+	reg, err := loadSkills(c, ex, []string{dir})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/internal/llmtest"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 )
@@ -231,4 +232,51 @@ func TestSkillRunShowsPrints(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "7\n", out)
 	require.Contains(t, errOut, "hello from the handler\n")
+}
+
+// The four classic skills ship built in: embed_text too, where an LLM
+// endpoint is configured (--llm-base-url), since it calls embed.
+func TestBuiltInSkillsIncludeEmbedTextWithAnLLM(t *testing.T) {
+	requireCapabilities(t)
+	srv := llmtest.New(t)
+	code, out, errOut := wasmpyCLI(t, "", "skill", "list", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.NotContains(t, out, "embed_text", "no LLM endpoint: left out, not broken")
+	require.Empty(t, errOut)
+	code, out, errOut = wasmpyCLI(t, "", "skill", "run", "embed_text", "--llm-base-url", srv.URL(), "--llm-model", "m",
+		"--args", `{"text": "hello world", "normalize": false}`)
+	require.Equal(t, 0, code, errOut)
+	var got struct {
+		Embedding []float64 `json:"embedding"`
+		Dimension int       `json:"dimension"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+	require.Equal(t, llmtest.Embedding("hello world"), got.Embedding)
+	require.Equal(t, llmtest.EmbeddingDim, got.Dimension)
+	code, out, errOut = wasmpyCLI(t, "", "skill", "list", "--llm-base-url", srv.URL())
+	require.Equal(t, 0, code, errOut)
+	for _, name := range []string{"text_summarize", "extract_entities", "compact_memory", "embed_text"} {
+		require.Contains(t, out, name)
+	}
+}
+
+// --skills is repeatable: several directories of skills, or skills' own
+// directories, load as one; a directory name two of them hold is refused.
+func TestSkillsFlagRepeatable(t *testing.T) {
+	requireCapabilities(t)
+	llmDir := filepath.Join("..", "..", "skills", "llm")
+	code, out, errOut := wasmpyCLI(t, "", "skill", "list", "--skills", testSkills, "--skills", filepath.Join("..", "..", "skills", "examples", "text_summarize"),
+		"--skills", llmDir, "--llm-base-url", "http://127.0.0.1:9/v1")
+	require.Equal(t, 0, code, errOut)
+	for _, name := range []string{"echo", "text_summarize", "embed_text"} {
+		require.Regexp(t, `(?m)^`+name+`\s`, out)
+	}
+	require.NotContains(t, out, "compact_memory", "only the one skill's directory")
+	code, out, errOut = wasmpyCLI(t, "", "skill", "show", "embed_text", "--skills", testSkills, "--skills", llmDir, "--llm-base-url", "http://127.0.0.1:9/v1")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, filepath.Join(llmDir, "embed_text"), "the path users recognise")
+
+	code, _, errOut = wasmpyCLI(t, "", "skill", "list", "--skills", testSkills, "--skills", testSkills)
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "../../testdata/skills and ../../testdata/skills both hold a directory")
 }

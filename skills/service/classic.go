@@ -12,7 +12,8 @@ import (
 // with the skill named in the body, answering {"result": <the output>,
 // "provenance"}. GET /health, GET /skills/{id} and GET /skills/{id}/schema
 // are shared with our own routes. Errors are the service's, with their
-// stable codes.
+// stable codes. POST /skills/execute ignores fields of its body it does not
+// know, as the classic service does (our own routes refuse them).
 func (s *Service) classicRoutes(route func(string, func(http.ResponseWriter, *http.Request) error)) {
 	route("GET /{$}", s.root)
 	route("GET /skills/list", s.classicList)
@@ -93,7 +94,7 @@ type classicAnswer struct {
 
 func (s *Service) classicExecute(w http.ResponseWriter, r *http.Request) error {
 	var body classicBody
-	if err := s.decodeBody(w, r, &body); err != nil {
+	if err := s.decodeLenient(w, r, &body); err != nil {
 		return err
 	}
 	if body.Skill == "" {

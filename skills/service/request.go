@@ -49,6 +49,16 @@ type sessionBody struct {
 // only the fields v has (else 400). encoding/json would quietly turn a lone
 // "\ud800" into U+FFFD here, and a handler would get it raw from Python.
 func (s *Service) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	return s.decodeJSON(w, r, v, true)
+}
+
+// decodeLenient is decodeBody for the classic routes, which ignore the
+// fields v does not have, as the classic service (pydantic's default) does.
+func (s *Service) decodeLenient(w http.ResponseWriter, r *http.Request, v any) error {
+	return s.decodeJSON(w, r, v, false)
+}
+
+func (s *Service) decodeJSON(w http.ResponseWriter, r *http.Request, v any, strict bool) error {
 	ct := r.Header.Get("Content-Type")
 	mt, params, err := mime.ParseMediaType(ct)
 	if cs, ok := params["charset"]; err != nil || mt != "application/json" || ok && !strings.EqualFold(cs, "utf-8") {
@@ -66,7 +76,9 @@ func (s *Service) decodeBody(w http.ResponseWriter, r *http.Request, v any) erro
 		return fail(CodeBadRequest, "the request body: %v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
+	if strict {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		return fail(CodeBadRequest, "the request body is not the JSON object expected: %v", err)
 	}
