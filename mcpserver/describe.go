@@ -33,6 +33,10 @@ submit_result({"version": sys.version.split()[0], "modules": ok})
 // interpreter, the modules and packages it can import, its limits, and
 // what it cannot do.
 func describeSandbox(ctx context.Context, ex *skills.Executor, ceil wasmpy.Limits) (string, error) {
+	lim, err := appliedLimits(ex, ceil)
+	if err != nil {
+		return "", fmt.Errorf("mcpserver: %w", err)
+	}
 	mods, _ := json.Marshal(probeModules)
 	res, err := ex.Checker().Run(ctx, wasmpy.Job{Code: strings.Replace(probeCode, "MODULES", string(mods), 1),
 		Filename: "<probe>", Grants: []wasmpy.Capability{wasmpy.SubmitResult}, Limits: wasmpy.Limits{Timeout: time.Minute}})
@@ -63,7 +67,6 @@ func describeSandbox(ctx context.Context, ex *skills.Executor, ceil wasmpy.Limit
 	}
 	b.WriteString("There is no network (no sockets, no HTTP), no subprocesses, " +
 		"and no host file system: only the session's workspace, the working directory /workspace. ")
-	lim := ceil.Or(wasmpy.DefaultLimits())
 	fmt.Fprintf(&b, "Limits per call: %s wall clock, %d MiB of memory, %d MiB of output per stream",
 		lim.Timeout, lim.Memory>>20, max(lim.Output, 0)>>20)
 	if lim.Fuel > 0 {

@@ -35,7 +35,7 @@ type RunOutput struct {
 	Stderr          string          `json:"stderr"`
 	StdoutTruncated bool            `json:"stdout_truncated"`
 	StderrTruncated bool            `json:"stderr_truncated"`
-	Result          json.RawMessage `json:"result"` // what the code passed to submit_result, or null
+	Output          json.RawMessage `json:"output"` // what the code passed to submit_result, or null (Result.Output, as everywhere)
 	Error           *wasmpy.Error   `json:"error"`  // why it failed: kind, type, message, traceback; null if it did not
 	Files           []FileInfo      `json:"files"`  // what the run wrote, saved to the workspace
 	// SaveError says which written files the workspace could not keep.
@@ -70,6 +70,10 @@ var runInputSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
+// runOutputSchema spells every property with one "type" (a value that may
+// be null is an anyOf of typed branches, not a type array), as the MCP
+// Inspector's portability check asks: some clients read "type" as one
+// string.
 var runOutputSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
@@ -79,29 +83,79 @@ var runOutputSchema = json.RawMessage(`{
     "stderr": {"type": "string"},
     "stdout_truncated": {"type": "boolean"},
     "stderr_truncated": {"type": "boolean"},
-    "result": {"description": "The value given to submit_result, or null."},
-    "error": {
-      "type": ["object", "null"],
-      "properties": {
-        "kind": {"enum": ["syntax", "exception", "exit", "timeout", "memory", "output", "fuel", "internal", "interrupted"]},
-        "type": {"type": "string"},
-        "message": {"type": "string"},
-        "traceback": {"type": "string"},
-        "line": {"type": "integer"}
-      },
-      "required": ["kind", "message"]
-    },
+    "output": {"description": "The value given to submit_result, or null.", "anyOf": [
+      {"type": "object"}, {"type": "array"}, {"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]},
+    "error": {"description": "Why the run failed, or null.", "anyOf": [
+      {"type": "object",
+       "properties": {
+         "kind": {"type": "string", "enum": ["syntax", "exception", "exit", "timeout", "memory", "output", "fuel", "internal", "interrupted"]},
+         "type": {"type": "string"},
+         "message": {"type": "string"},
+         "traceback": {"type": "string"},
+         "line": {"type": "integer"}
+       },
+       "required": ["kind", "message"]},
+      {"type": "null"}]},
     "files": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}, "size": {"type": "integer"}, "sha256": {"type": "string"}}, "required": ["path", "size"]}},
     "save_error": {"type": "string"},
-    "session": {"type": "object", "description": "The session turn: id, turn, kept (false when a failed turn left the session as it was), state hashes and size."},
+    "session": {"type": "object", "description": "The session turn: id, turn, kept (false when a failed turn left the session as it was), state hashes and size.",
+      "properties": {"id": {"type": "string"}, "turn": {"type": "integer"}, "kept": {"type": "boolean"}}},
     "duration_ms": {"type": "number"},
     "memory_peak_bytes": {"type": "integer"},
     "fuel_used": {"type": "integer"}
   },
-  "required": ["ok", "execution_id", "stdout", "stderr", "result", "error", "files"]
+  "required": ["ok", "execution_id", "stdout", "stderr", "output", "error", "files"]
 }`)
 
+// appliedLimits are the limits a run_python call gets when it asks for
+// none: the service's default tier's, under the executor's and the
+// server's ceilings, with the default capture's bound on output (which
+// streams); the tool's description and its schema's maxima say them.
+func appliedLimits(ex *skills.Executor, ceil wasmpy.Limits) (wasmpy.Limits, error) {
+	tier, err := ex.ExecTier(skills.Caller{}, "")
+	if err != nil {
+		return wasmpy.Limits{}, err
+	}
+	lim, err := ex.ExecLimits(tier, skills.RequestedLimits{}, ceil)
+	if err != nil {
+		return wasmpy.Limits{}, err
+	}
+	return lim.Or(wasmpy.Limits{Output: wasmpy.DefaultLimits().Output}).Or(wasmpy.DefaultLimits()), nil
+}
+
+// runInput is run_python's input schema with the maxima of its limits: the
+// limits a call gets by default, which it may lower, never raise.
+func runInput(lim wasmpy.Limits) json.RawMessage {
+	var schema map[string]any
+	if err := json.Unmarshal(runInputSchema, &schema); err != nil {
+		panic(err) // a constant
+	}
+	props := schema["properties"].(map[string]any)["limits"].(map[string]any)["properties"].(map[string]any)
+	timeout := props["timeout_ms"].(map[string]any)
+	timeout["maximum"] = max(1, lim.Timeout.Milliseconds())
+	timeout["description"] = fmt.Sprintf("Wall-clock limit in milliseconds; default and most: %d (%s).", max(1, lim.Timeout.Milliseconds()), lim.Timeout)
+	memory := props["memory_bytes"].(map[string]any)
+	memory["maximum"] = lim.Memory
+	memory["description"] = fmt.Sprintf("Memory limit in bytes; default and most: %d (%d MiB).", lim.Memory, lim.Memory>>20)
+	fuel := props["fuel"].(map[string]any)
+	if lim.Fuel > 0 {
+		fuel["maximum"] = lim.Fuel
+		fuel["description"] = fmt.Sprintf("Instruction budget (deterministic); default and most: %d.", lim.Fuel)
+	} else {
+		fuel["description"] = "Instruction budget (deterministic); by default none (unmetered)."
+	}
+	out, err := json.Marshal(schema)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
 func (s *Server) addRunTool() {
+	lim, err := appliedLimits(s.cfg.Executor, s.cfg.ExecLimits)
+	if err != nil { // New has described them already, so this does not happen
+		lim = wasmpy.DefaultLimits()
+	}
 	s.mcp.AddTool(&mcp.Tool{
 		Name:  "run_python",
 		Title: "Run Python in a sandbox",
@@ -113,7 +167,7 @@ func (s *Server) addRunTool() {
 			"(session_create), the call continues that session's Python state. " +
 			"A failed run (exception, syntax error, timeout, memory, fuel, output limit) is a tool error whose " +
 			"error.kind says which; stdout and stderr stream as progress notifications while it runs.",
-		InputSchema:  runInputSchema,
+		InputSchema:  runInput(lim),
 		OutputSchema: runOutputSchema,
 		Annotations:  &mcp.ToolAnnotations{Title: "Run Python", OpenWorldHint: new(bool)},
 	}, s.runPython)
@@ -199,7 +253,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 func runOutput(x *skills.Execution) *RunOutput {
 	r := x.Result
 	return &RunOutput{OK: r.Error == nil, ExecutionID: x.Record.ExecutionID, Stdout: r.Stdout, Stderr: r.Stderr,
-		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Result: r.Output, Error: r.Error,
+		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Output: r.Output, Error: r.Error,
 		Files: []FileInfo{}, DurationMS: r.DurationMS, MemoryPeakBytes: r.MemoryPeakBytes, FuelUsed: r.FuelUsed, Session: r.Session}
 }
 
@@ -257,8 +311,8 @@ func renderRun(o *RunOutput) string {
 	}
 	section("stdout", o.Stdout, o.StdoutTruncated)
 	section("stderr", o.Stderr, o.StderrTruncated)
-	if string(o.Result) != "null" && len(o.Result) > 0 {
-		fmt.Fprintf(&b, "result: %s\n", o.Result)
+	if string(o.Output) != "null" && len(o.Output) > 0 {
+		fmt.Fprintf(&b, "output: %s\n", o.Output)
 	}
 	for _, f := range o.Files {
 		fmt.Fprintf(&b, "wrote %s (%d bytes)\n", f.Path, f.Size)

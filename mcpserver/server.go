@@ -4,7 +4,7 @@
 // skills.Admission (slots, queue, request timeout), so both share limits,
 // records and error codes.
 //
-// Tools: run_python (code, limits, input files → stdout, stderr, result,
+// Tools: run_python (code, limits, input files → stdout, stderr, output,
 // error kind, files written; output streams as progress notifications),
 // write_file, read_file and list_files on a workspace private to the MCP
 // session, and every loaded skill, whose input and output schemas are the

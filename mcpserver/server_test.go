@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -182,13 +183,13 @@ func TestRunPython(t *testing.T) {
 	require.True(t, out.OK)
 	require.Equal(t, "hello there\n", out.Stdout)
 	require.Equal(t, "warn\n", out.Stderr)
-	require.JSONEq(t, `{"sum": 45}`, string(out.Result))
+	require.JSONEq(t, `{"sum": 45}`, string(out.Output))
 	require.Nil(t, out.Error)
 	require.Len(t, out.Files, 1)
 	require.Equal(t, "out/report.txt", out.Files[0].Path)
 	require.True(t, provenance.ValidID(out.ExecutionID))
 	require.Contains(t, text(res), "stdout:\nhello there\n")
-	require.Contains(t, text(res), `result: {"sum":45}`)
+	require.Contains(t, text(res), `output: {"sum":45}`)
 
 	// The output streamed as progress notifications, in order.
 	require.Eventually(t, func() bool { return c.progressText() == "hello there\nwarn\n" }, 20*time.Second, 5*time.Millisecond)
@@ -419,7 +420,7 @@ func TestProtocolErrors(t *testing.T) {
 		{"run_python", map[string]any{"code": 42}, `argument "code": want a string, got number`},
 		{"run_python", map[string]any{}, `"code" is empty`},
 		{"run_python", map[string]any{"code": "1", "limits": map[string]any{"timeout_ms": "soon"}}, `"limits.timeout_ms": want an integer in range, got string`},
-		{"run_python", map[string]any{"code": "1", "limits": map[string]any{"timeout_ms": 999999999}}, "limits.timeout_ms: want 1 to 10000"},
+		{"run_python", map[string]any{"code": "1", "limits": map[string]any{"timeout_ms": 999999999}}, "limits.timeout_ms: want 1 to 10000: the server's timeout ceiling (or 0"},
 		{"run_python", map[string]any{"code": "1", "bogus": true}, `unknown field "bogus"`},
 		{"run_python", map[string]any{"code": "1", "files": map[string]any{"../x": "y"}}, "not a file inside the workspace"},
 		{"run_python", []int{1, 2}, "want an object, got array"},
@@ -543,4 +544,102 @@ func TestSessions(t *testing.T) {
 	require.Equal(t, open+1, ex.SessionStats().Open)
 	c.Close()
 	require.Eventually(t, func() bool { return ex.SessionStats().Open == open }, 20*time.Second, 10*time.Millisecond)
+}
+
+// run_python's description and the maxima of its limits are generated from
+// the limits a call actually gets: the service's default tier's (testing:
+// 20s) under the operator's ceilings (here 30s, which do not bind), and a
+// value past one is refused naming where that bound comes from.
+func TestRunPythonDescribesAppliedLimits(t *testing.T) {
+	c := connect(t, newServer(t, func(cfg *mcpserver.Config) {
+		cfg.ExecLimits = wasmpy.Limits{Timeout: 30 * time.Second, Memory: 512 << 20}
+	}))
+	ctx := context.Background()
+	res, err := c.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var run *mcp.Tool
+	for _, tool := range res.Tools {
+		if tool.Name == "run_python" {
+			run = tool
+		}
+	}
+	require.NotNil(t, run)
+	require.Contains(t, run.Description, "Limits per call: 20s wall clock, 256 MiB of memory")
+	require.NotContains(t, run.Description, "30s")
+	in, err := json.Marshal(run.InputSchema)
+	require.NoError(t, err)
+	var schema struct {
+		Properties struct {
+			Limits struct {
+				Properties map[string]struct {
+					Maximum     *float64 `json:"maximum"`
+					Description string   `json:"description"`
+				} `json:"properties"`
+			} `json:"limits"`
+		} `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(in, &schema))
+	lim := schema.Properties.Limits.Properties
+	require.NotNil(t, lim["timeout_ms"].Maximum)
+	require.Equal(t, 20000.0, *lim["timeout_ms"].Maximum)
+	require.Contains(t, lim["timeout_ms"].Description, "20000 (20s)")
+	require.Equal(t, float64(256<<20), *lim["memory_bytes"].Maximum)
+
+	_, err = c.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "1", "limits": map[string]any{"timeout_ms": 25000}}})
+	protocolError(t, err, jsonrpc.CodeInvalidParams, "limits.timeout_ms: want 1 to 20000: tier testing's timeout (or 0 for the default), got 25000")
+	r := call(t, c, "run_python", map[string]any{"code": "submit_result(1)", "limits": map[string]any{"timeout_ms": 20000}}, nil)
+	require.False(t, r.IsError, text(r))
+}
+
+// run_python's output schema spells each property's type as one string (a
+// nullable value is an anyOf of typed branches): the portability the MCP
+// Inspector's --strict checks; and the run's value is "output", as in
+// exec --json and the HTTP service.
+func TestRunPythonOutputSchemaIsPortable(t *testing.T) {
+	c := connect(t, newServer(t, nil))
+	res, err := c.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tool := range res.Tools {
+		if tool.Name != "run_python" {
+			continue
+		}
+		out, err := json.Marshal(tool.OutputSchema)
+		require.NoError(t, err)
+		var walk func(path string, v any)
+		walk = func(path string, v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				if typ, ok := v["type"]; ok {
+					_, one := typ.(string)
+					require.True(t, one, "%s: type %v is not one string", path, typ)
+				} else if _, any := v["anyOf"]; !any && path != "" {
+					require.Fail(t, "untyped", "%s has neither type nor anyOf", path)
+				}
+				if _, ok := v["enum"]; ok {
+					require.Contains(t, v, "type", "%s: enum without a type", path)
+				}
+				for k, sub := range v {
+					switch k {
+					case "properties":
+						for name, p := range sub.(map[string]any) {
+							walk(path+"/"+name, p)
+						}
+					case "items":
+						walk(path+"/items", sub)
+					case "anyOf":
+						for i, b := range sub.([]any) {
+							walk(fmt.Sprintf("%s/anyOf/%d", path, i), b)
+						}
+					}
+				}
+			}
+		}
+		var schema any
+		require.NoError(t, json.Unmarshal(out, &schema))
+		walk("", schema)
+		require.Contains(t, schema.(map[string]any)["properties"], "output")
+		require.NotContains(t, schema.(map[string]any)["properties"], "result")
+	}
+	r := call(t, c, "run_python", map[string]any{"code": "submit_result([1, 2])"}, nil)
+	require.Equal(t, []any{1.0, 2.0}, r.StructuredContent.(map[string]any)["output"])
 }

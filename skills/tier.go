@@ -202,7 +202,9 @@ func (e *Executor) ExecLimits(t *tiers.Tier, asked RequestedLimits, ceilings ...
 	for _, c := range ceilings {
 		ceil = ceil.Within(c)
 	}
-	lim, err := asked.limits(ceil)
+	lim, err := asked.limits(ceil, func(field string) string {
+		return limitSource(field, t, append([]wasmpy.Limits{e.cfg.Sandbox.Limits}, ceilings...)...)
+	})
 	if err != nil {
 		return wasmpy.Limits{}, err
 	}

@@ -51,7 +51,7 @@ func TestMCPStdio(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"code": "open('f.txt','w').write('kept')\nsubmit_result(6*7)"}})
 	require.NoError(t, err)
 	require.False(t, res.IsError, toolText(res))
-	require.Equal(t, 42.0, res.StructuredContent.(map[string]any)["result"])
+	require.Equal(t, 42.0, res.StructuredContent.(map[string]any)["output"])
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "f.txt"}})
 	require.NoError(t, err)
 	require.Equal(t, "kept", toolText(res))

@@ -82,7 +82,7 @@ try {
     transport.onmessage = deliver;
     assert.equal(res.isError, undefined, text(res));
     assert.equal(res.structuredContent.stdout, "line 0\nline 1\nline 2\n");
-    assert.deepEqual(res.structuredContent.result, { squares: [0, 1, 4, 9] });
+    assert.deepEqual(res.structuredContent.output, { squares: [0, 1, 4, 9] });
     assert.match(text(res), /stdout:\nline 0/);
     assert.deepEqual(wire.map((p) => p.message), ["line 0\n", "line 1\n", "line 2\n"], "one notification a flushed line, before the result");
     assert.ok(wire.every((p, i) => i === 0 || p.progress > wire[i - 1].progress), "progress increases");
