@@ -85,10 +85,17 @@ func startSession(t *testing.T, args ...string) *session {
 	require.NoError(t, cmd.Start())
 	tty.Close()
 	s := &session{t: t, cmd: cmd, pty: master, done: make(chan struct{})}
+	s.watch()
+	return s
+}
+
+// watch collects what the terminal shows and waits for the process, which
+// is killed when the test ends.
+func (s *session) watch() {
 	go func() {
 		buf := make([]byte, 4096)
 		for {
-			n, err := master.Read(buf)
+			n, err := s.pty.Read(buf)
 			s.mu.Lock()
 			s.out.Write(buf[:n])
 			s.mu.Unlock()
@@ -98,15 +105,14 @@ func startSession(t *testing.T, args ...string) *session {
 		}
 	}()
 	go func() {
-		s.err = cmd.Wait()
+		s.err = s.cmd.Wait()
 		close(s.done)
 	}()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
+	s.t.Cleanup(func() {
+		s.cmd.Process.Kill()
 		<-s.done
-		master.Close()
+		s.pty.Close()
 	})
-	return s
 }
 
 // expect waits until the terminal shows want (after what earlier expects
