@@ -1,6 +1,10 @@
 package codegen
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Quality grades a generated function. Size and complexity are computed
 // with Python's ast inside the sandbox.
@@ -32,6 +36,36 @@ type QualityBar struct {
 	MinTests      int  // at least this many tests passed
 	TypeHints     bool // annotated parameters and return
 	Docstring     bool // a docstring
+}
+
+// ParseQualityBar reads thresholds written as `wasmpy def --min-quality`
+// takes them: comma-separated complexity=N, lines=N, tests=N, hints,
+// docstring.
+func ParseQualityBar(s string) (QualityBar, error) {
+	var bar QualityBar
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		key, value, hasValue := strings.Cut(item, "=")
+		n, err := strconv.Atoi(value)
+		bad := hasValue && (err != nil || n < 0)
+		switch {
+		case key == "complexity" && hasValue && !bad:
+			bar.MaxComplexity = n
+		case key == "lines" && hasValue && !bad:
+			bar.MaxLines = n
+		case key == "tests" && hasValue && !bad:
+			bar.MinTests = n
+		case key == "hints" && !hasValue:
+			bar.TypeHints = true
+		case key == "docstring" && !hasValue:
+			bar.Docstring = true
+		default:
+			return bar, fmt.Errorf("codegen: quality threshold %q: want complexity=N, lines=N, tests=N, hints or docstring", item)
+		}
+	}
+	return bar, nil
 }
 
 // check returns the thresholds q misses.

@@ -71,6 +71,10 @@ type ExecutorConfig struct {
 	// Budgets bound what sessions hold, in all and per caller; zero
 	// fields: DefaultSessionBudgets.
 	Budgets SessionBudgets
+	// CodeCache is the directory of codegen's code cache for Def ("" for
+	// none): the code that worked, reused (and tested again) for the same
+	// signature and model.
+	CodeCache string
 }
 
 // Executor runs skills, each run in a fresh instance of one sandbox with

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -99,25 +98,9 @@ func defAction(c *cli.Context) error {
 
 // parseQuality reads --min-quality: comma-separated thresholds.
 func parseQuality(s string) (codegen.QualityBar, error) {
-	var bar codegen.QualityBar
-	for _, item := range commaList(s) {
-		key, value, hasValue := strings.Cut(item, "=")
-		n, err := strconv.Atoi(value)
-		bad := hasValue && (err != nil || n < 0)
-		switch {
-		case key == "complexity" && hasValue && !bad:
-			bar.MaxComplexity = n
-		case key == "lines" && hasValue && !bad:
-			bar.MaxLines = n
-		case key == "tests" && hasValue && !bad:
-			bar.MinTests = n
-		case key == "hints" && !hasValue:
-			bar.TypeHints = true
-		case key == "docstring" && !hasValue:
-			bar.Docstring = true
-		default:
-			return bar, usageErr("--min-quality: %q: want complexity=N, lines=N, tests=N, hints or docstring", item)
-		}
+	bar, err := codegen.ParseQualityBar(s)
+	if err != nil {
+		return bar, usageErr("--min-quality: %s", strings.TrimPrefix(strings.TrimPrefix(err.Error(), "codegen: "), "quality threshold "))
 	}
 	return bar, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/wasmpy/wasmpy/codegen"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
@@ -344,15 +345,7 @@ type genFailure struct {
 }
 
 func codegenFailure(err error, rep *codegen.Report) genFailure {
-	f := genFailure{Kind: "wasmpy", Message: strings.TrimPrefix(oneLineText(err.Error()), "codegen: ")}
-	var ce *hostfuncs.LLMCallError
-	switch {
-	case errors.Is(err, codegen.ErrGaveUp) && rep != nil && len(rep.Attempts) > 0:
-		f.Kind = rep.Attempts[len(rep.Attempts)-1].Outcome
-	case errors.As(err, &ce):
-		f.Kind = "llm"
-	}
-	return f
+	return genFailure{Kind: skills.CodegenFailure(err, rep), Message: strings.TrimPrefix(oneLineText(err.Error()), "codegen: ")}
 }
 
 func printJSON(w io.Writer, v any) error {

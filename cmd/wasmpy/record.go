@@ -12,7 +12,6 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/codegen"
-	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/petrinet"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
@@ -87,39 +86,7 @@ func (r *recording) finishCodegen(c *cli.Context, rep *codegen.Report, fr *codeg
 	if fr != nil {
 		rep = &fr.Report
 	}
-	if rep != nil && len(rep.Attempts) > 0 {
-		last := rep.Attempts[len(rep.Attempts)-1]
-		r.rec.CodeHash = provenance.HashBytes([]byte(rep.Code))
-		r.rec.Codegen = &provenance.Codegen{Attempts: len(rep.Attempts), Cached: rep.Cached,
-			Validated: last.Outcome != codegen.OutcomeInvalid && len(last.Findings) == 0}
-		for _, t := range last.Tests {
-			switch t.Outcome {
-			case codegen.TestPassed:
-				r.rec.Codegen.TestsPassed++
-			case codegen.TestFailed, codegen.TestError:
-				r.rec.Codegen.TestsFailed++
-			}
-		}
-	}
-	var res *wasmpy.Result
-	if rep != nil {
-		res = rep.Result
-	}
-	if res != nil {
-		skills.CompleteRecord(c.Context, r.rec, res, nil)
-	} else {
-		r.end(provenance.OutcomeOK, "") // a dry run: validated, not run
-	}
-	if err != nil { // the generation failed: its kind, never its message (it may quote the task)
-		r.rec.Outcome = codegenFailure(err, rep).Kind
-		if r.rec.Outcome == "wasmpy" {
-			r.rec.Outcome = provenance.OutcomeInternal
-		}
-		var ce *hostfuncs.LLMCallError
-		if r.rec.Error = r.rec.Outcome; errors.As(err, &ce) {
-			r.rec.Error = "LLMCallError"
-		}
-	}
+	skills.CompleteCodegenRecord(c.Context, r.rec, rep, err)
 	return r.save(c)
 }
 

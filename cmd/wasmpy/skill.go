@@ -104,6 +104,9 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...
 	if st != nil {
 		ecfg.Store, ecfg.Sessions = st, st
 	}
+	if c.Command.Name == "serve" {
+		ecfg.CodeCache, _ = codeCacheDir(c) // POST /def's, the CLI's code cache (none if there is no cache dir)
+	}
 	ex, err := skills.NewExecutor(c.Context, ecfg)
 	if err != nil {
 		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}

@@ -83,6 +83,32 @@ class Client:
             body["limits"] = lim
         return run_result(self._request("POST", path, body), check)
 
+    def generate_function(self, signature: str, args: Sequence[Any] = (), kwargs: Optional[Mapping[str, Any]] = None, *,
+                          tests: bool = False, min_quality: Optional[str] = None, style: str = "typed",
+                          attempts: Optional[int] = None, model: Optional[str] = None,
+                          limits: Optional[Limits] = None) -> Dict[str, Any]:
+        """POST /def (the service needs --enable-exec and an LLM endpoint):
+        the service's LLM writes the function from signature (its def line
+        and docstring), which is validated, tested, graded and called with
+        args and kwargs, as `wasmpy def --json` does. Returns that report:
+        ok, code, value, attempts, tests, quality, error, run, and the
+        provenance record of the generation."""
+        body: Dict[str, Any] = {"signature": signature, "args": list(args), "kwargs": dict(kwargs or {})}
+        if tests:
+            body["tests"] = True
+        if min_quality:
+            body["min_quality"] = min_quality
+        if style != "typed":
+            body["style"] = style
+        if attempts:
+            body["attempts"] = attempts
+        if model:
+            body["model"] = model
+        lim = limits_body(limits or Limits())
+        if lim:
+            body["limits"] = lim
+        return self._request("POST", "/def", body)
+
     def skills(self) -> List[Dict[str, Any]]:
         """GET /skills: the skills the service loaded."""
         doc = self._request("GET", "/skills")

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, TypeVar, Union, overload
 
 from .cli import call_json, find_binary, run_cli
 from .client import Client
-from .errors import BadArguments, CLIError, GenerationFailed
+from .errors import BadArguments, CLIError, GenerationFailed, ServiceError
 from .limits import Limits
 from .result import Result
 
@@ -112,10 +112,20 @@ class Defined:
             raise TypeError("%s: the arguments must be JSON data: %s" % (self.func.__name__, e)) from None
 
     def _generate(self, call: str) -> Any:
-        """Runs `wasmpy def` with this call's arguments: the code comes with
-        the first value."""
-        exe = find_binary(self.binary)
+        """Runs `wasmpy def` with this call's arguments (on the service, with
+        a client: its POST /def): the code comes with the first value."""
         decoded = json.loads(call)
+        if self.client is not None:
+            try:
+                report = self.client.generate_function(
+                    self.source, decoded["args"], decoded["kwargs"], tests=self.tests, min_quality=self.min_quality,
+                    style=self.style, attempts=self.attempts, model=self.model, limits=Limits(timeout=self.timeout))
+            except ServiceError as e:
+                if e.code == "bad_request" and "do not fit" in str(e):
+                    raise BadArguments(str(e)) from None
+                raise
+            return self._generated(report)
+        exe = find_binary(self.binary)
         cmd = [exe, "def", "--json", "--style", self.style,
                "--args", json.dumps(decoded["args"]), "--kwargs", json.dumps(decoded["kwargs"])]
         if self.timeout is not None:
@@ -144,6 +154,11 @@ class Defined:
                 if getattr(e, "status", 0) == 2 and "do not fit" in e.message:
                     raise BadArguments(e.message) from None
                 raise
+        return self._generated(report)
+
+    def _generated(self, report: Dict[str, Any]) -> Any:
+        """Takes the code and the first value from a `wasmpy def --json`
+        report (or POST /def's)."""
         self.report = report
         if self.debug:
             self._show(report)
@@ -207,8 +222,10 @@ def define(func: Optional[Callable[..., Any]] = None, *, model: Optional[str] = 
     $WASMPY_LLM_BASE_URL or $OPENAI_BASE_URL). timeout: seconds for each run
     and LLM request (default: the CLI's 30s, or the service's). tests: ask the model for unittest tests too. min_quality:
     thresholds such as "complexity=5,hints,docstring". style: "typed" or
-    "simple". cache_dir: the code cache (default: wasmpy's). client: run the
-    calls on a `wasmpy serve` (generation always uses the local CLI).
+    "simple". cache_dir: the code cache (default: wasmpy's). client: generate
+    (POST /def, with the service's LLM and code cache; llm_base_url and
+    cache_dir are then the service's) and run the calls on a `wasmpy serve`,
+    with no local wasmpy binary.
     debug: show the attempts, the code, the tests and the grades on stderr.
     """
     if style not in ("typed", "simple"):

@@ -51,6 +51,7 @@ var statusOf = map[string]int{
 	CodeTooManySessions:         http.StatusTooManyRequests,
 	skills.CodeBudgetExceeded:   http.StatusTooManyRequests,
 	CodeExecDisabled:            http.StatusNotFound,
+	CodeNoLLM:                   http.StatusNotImplemented,
 	CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
 	CodeBodyTooLarge:            http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType:    http.StatusUnsupportedMediaType,

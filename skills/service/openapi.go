@@ -47,6 +47,7 @@ var apiRoutes = []apiRoute{
 	{pattern: "POST /skills/execute", summary: "Run the skill named in the body (classic route): the output as result", body: classicBody{}, answer: classicAnswer{}, runs: true},
 	{pattern: "GET /executions/{id}", summary: "A provenance record", answer: skills.RecordJSON{}},
 	{pattern: "POST /exec", summary: "Run raw code (only with --enable-exec); Accept: text/event-stream streams its output", body: execBody{}, answer: skills.ExecutionJSON{}, runs: true},
+	{pattern: "POST /def", summary: "A function the LLM writes from its signature, tested and called, as wasmpy def (only with --enable-exec and an LLM endpoint)", body: defBody{}, answer: defAnswer{}},
 	{pattern: "POST /sessions", summary: "Start a session (with --enable-exec): Python state that lasts across turns, in a trust tier",
 		body: sessionBody{}, bodyOpt: true, answer: skills.SessionInfo{}, status: http.StatusCreated},
 	{pattern: "GET /sessions/{id}", summary: "A session", answer: skills.SessionInfo{}},

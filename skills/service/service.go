@@ -12,6 +12,7 @@
 //	GET  /audit                      an admin's: the registered skills' audit trail
 //	GET  /executions/{id}            a provenance record
 //	POST /exec                       raw code, only with Config.EnableExec
+//	POST /def                        a function the LLM writes from its signature (wasmpy def), only with Config.EnableExec
 //	/sessions...                     Python state across turns, with POST /exec (see sessions.go)
 //	GET  /metrics                    Prometheus text format
 //	GET  /openapi.json               the OpenAPI 3.1 document of every route
@@ -165,6 +166,7 @@ func New(cfg Config) (*Service, error) {
 	route("POST /skills/{name}/execute", s.execute)
 	route("GET /executions/{id}", s.getExecution)
 	route("POST /exec", s.exec)
+	route("POST /def", s.def)
 	route("POST /sessions", s.newSession)
 	route("GET /sessions/{id}", s.getSession)
 	route("POST /sessions/{id}/exec", s.sessionExec)
