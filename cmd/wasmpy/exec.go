@@ -133,6 +133,7 @@ func execAction(c *cli.Context) error {
 		job.Stdout, job.Stderr = out.Stdout(), out.Stderr()
 		if term = newTerminal(c.App.Reader, c.App.Writer, out.Flush); term != nil && job.Interactive && job.Stdin == c.App.Reader {
 			job.Stdout, job.Stdin = term.promptWriter(job.Stdout), term.lineReader()
+			term.repl = true // Tab completes names at the REPL's prompts
 		}
 	}
 	kind := provenance.KindExec

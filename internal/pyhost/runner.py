@@ -526,7 +526,43 @@ def _console_class():
                 pass
             super().showtraceback()
 
+        def raw_input(self, prompt=""):
+            # A line the host's line editor sends when Tab is typed: the
+            # line up to the cursor, whose completions it wants.
+            line = input(prompt)
+            while line.startswith(_COMPLETE):
+                _offer_completions(line[len(_COMPLETE):], self.locals)
+                line = input()
+            return line
+
     return Console
+
+
+# Tab completion at the REPL (cmd/wasmpy's tty.go): the host asks with a
+# line starting with _COMPLETE, the answer is _COMPLETIONS, a JSON list of
+# the names rlcompleter finds for the dotted name before the cursor, and BEL.
+_COMPLETE = "\x1b]5379;wasmpy-complete;"
+_COMPLETIONS = "\x1b]5379;wasmpy-completions;"
+
+
+def _offer_completions(before, namespace):
+    import json
+    import re
+    names = []
+    text = re.search(r"[\w.]*$", before).group(0)
+    if text:
+        try:
+            import rlcompleter
+            completer = rlcompleter.Completer(namespace)
+            for state in range(1000):
+                name = completer.complete(text, state)
+                if name is None:
+                    break
+                names.append(name)
+        except Exception:
+            pass
+    sys.stdout.write(_COMPLETIONS + json.dumps(names) + "\a")
+    sys.stdout.flush()
 
 
 def _interact(namespace, banner):
