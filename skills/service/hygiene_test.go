@@ -83,7 +83,7 @@ func TestExecLimitsWithoutCeilings(t *testing.T) {
 	for body, msg := range map[string]string{
 		`{"code": "1", "limits": {"fuel": 18446744073709551615}}`:      "limits.fuel: want 1 to 9223372036854775807",
 		`{"code": "1", "limits": {"memory_bytes": 4294967297}}`:        "limits.memory_bytes: want 1 to 268435456",
-		`{"code": "1", "limits": {"timeout_ms": 9223372036854775807}}`: "limits.timeout_ms: want 1 to 20000 (or 0 for the default)",
+		`{"code": "1", "limits": {"timeout_ms": 9223372036854775807}}`: "limits.timeout_ms: want 1 to 20000: tier testing's timeout (or 0 for the default)",
 	} {
 		r := s.do(t, "POST", "/exec", body)
 		require.Equal(t, 400, r.status, r.raw)
