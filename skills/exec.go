@@ -170,7 +170,7 @@ type Request struct {
 // Execution is how one execution went.
 type Execution struct {
 	Record *provenance.Record
-	// Result is the run, the record every caller shares; Result.Result is
+	// Result is the run, the record every caller shares; Result.Output is
 	// the handler's return value.
 	Result *wasmpy.Result
 	// Error is nil when the output is valid.
