@@ -233,3 +233,25 @@ func TestGenTaskFromStdin(t *testing.T) {
 	require.Equal(t, "{\"pi\":3.14}\n", out)
 	require.Equal(t, "Task: submit pi\nto two places", srv.Requests()[0].Chat.Messages[1].Content)
 }
+
+// def's prompt too names what the function's run is granted: no files by
+// default, the workspace's functions with --workspace, which grants them.
+func TestDefPromptNamesWhatIsGranted(t *testing.T) {
+	ws := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "words.txt"), []byte("a b c"), 0o644))
+	srv := llmtest.New(t, pyReply("def n() -> int:\n    return 3"),
+		pyReply("def count(name: str) -> int:\n    return len(read_file(name).split())"))
+	code, out, errOut := wasmpyCLI(t, "", append([]string{"def", "def n() -> int:"}, codegenArgs(t, srv)...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "3\n", out)
+	system := srv.Requests()[0].Chat.Messages[0].Content
+	require.Contains(t, system, "no files")
+	require.NotContains(t, system, "read_file")
+
+	code, out, errOut = wasmpyCLI(t, "", append([]string{"def", "--workspace", ws, "--args", `["words.txt"]`, "def count(name: str) -> int:"}, codegenArgs(t, srv)...)...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "3\n", out)
+	system = srv.Requests()[1].Chat.Messages[0].Content
+	require.Contains(t, system, "read_file(path")
+	require.NotContains(t, system, "write_file", "--out was not given")
+}
