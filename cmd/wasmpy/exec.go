@@ -63,7 +63,7 @@ func execFlags() []cli.Flag {
 		&cli.StringFlag{Name: "session", Usage: "run as the next turn of the session saved in `FILE`, and save it back (a new one if FILE does not exist)"},
 		recordFlag, dbFlag,
 		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in the tier allows), none, or names such as read_file,submit_result"},
-		interpreterFlag, cacheFlag,
+		interpreterFlag, cacheFlag, allowHTTPFlag,
 		&cli.BoolFlag{Name: "resident", Value: true, EnvVars: []string{"WASMPY_RESIDENT"},
 			Usage: "hand the run to your resident wasmpy process, starting one if none runs (see wasmpy help resident); --resident=false or WASMPY_RESIDENT=0 runs it in this process"},
 	}
@@ -91,6 +91,9 @@ func execAction(c *cli.Context) error {
 		job.Limits.Timeout = math.MaxInt64 // a session lasts as long as its user
 	}
 	job = operatorPolicy(*tier)(job)
+	if job, err = withHTTP(c, job); err != nil {
+		return err
+	}
 	cfg, err := sandboxConfig(c)
 	if err != nil {
 		return err

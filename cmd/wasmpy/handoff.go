@@ -35,20 +35,21 @@ type request struct {
 // remoteJob is an exec run as the client has read it: every path absolute,
 // every flag and environment variable resolved.
 type remoteJob struct {
-	Config   wireConfig          `json:"config"`
-	Code     string              `json:"code"`
-	Filename string              `json:"filename"`
-	Args     []string            `json:"args"`
-	Module   string              `json:"module"`
-	App      string              `json:"app"`   // the directory or zipapp at /app; "": none
-	Stdin    string              `json:"stdin"` // "fd" (the client's, streamed), "bytes", or "": none
-	Input    []byte              `json:"input,omitempty"`
-	Limits   wasmpy.Limits       `json:"limits"`
-	Grants   []wasmpy.Capability `json:"grants"`
-	Imports  []string            `json:"imports"` // the tier's import policy (Job.AllowImports)
-	Tier     string              `json:"tier"`
-	JSON     bool                `json:"json"`
-	Out      bool                `json:"out"` // send back the contents of the files the run wrote
+	Config   wireConfig            `json:"config"`
+	Code     string                `json:"code"`
+	Filename string                `json:"filename"`
+	Args     []string              `json:"args"`
+	Module   string                `json:"module"`
+	App      string                `json:"app"`   // the directory or zipapp at /app; "": none
+	Stdin    string                `json:"stdin"` // "fd" (the client's, streamed), "bytes", or "": none
+	Input    []byte                `json:"input,omitempty"`
+	Limits   wasmpy.Limits         `json:"limits"`
+	Grants   []wasmpy.Capability   `json:"grants"`
+	HTTP     *hostfuncs.HTTPPolicy `json:"http,omitempty"`
+	Imports  []string              `json:"imports"` // the tier's import policy (Job.AllowImports)
+	Tier     string                `json:"tier"`
+	JSON     bool                  `json:"json"`
+	Out      bool                  `json:"out"` // send back the contents of the files the run wrote
 }
 
 // wireConfig is the part of wasmpy.Config the CLI sets.
@@ -190,7 +191,7 @@ func remote(c *cli.Context, cfg wasmpy.Config, job wasmpy.Job, appPath string) (
 		cfg.CacheDir = dir
 	}
 	switch cfg.Interpreter {
-	case "", assets.Wasmpy, assets.NPM:
+	case "", assets.Wasmpy, assets.Sci, assets.NPM:
 	default:
 		cfg.Interpreter = abs(cfg.Interpreter)
 	}
@@ -200,7 +201,7 @@ func remote(c *cli.Context, cfg wasmpy.Config, job wasmpy.Job, appPath string) (
 		cfg.Packages[i] = abs(p)
 	}
 	rj := &remoteJob{Config: toWire(cfg), Code: job.Code, Filename: job.Filename, Args: job.Args, Module: job.Module,
-		Limits: job.Limits, Grants: job.Grants, Imports: job.AllowImports, Tier: job.Tier, JSON: c.Bool("json"), Out: c.String("out") != ""}
+		Limits: job.Limits, Grants: job.Grants, HTTP: job.HTTP, Imports: job.AllowImports, Tier: job.Tier, JSON: c.Bool("json"), Out: c.String("out") != ""}
 	if job.App != nil {
 		if appPath == "" {
 			return nil, false
