@@ -133,7 +133,8 @@ func (p hostPattern) matches(host string, port int) bool {
 		return false
 	}
 	if p.wildcard {
-		return strings.HasSuffix(host, "."+p.host)
+		_, err := netip.ParseAddr(host) // a wildcard names names, not addresses
+		return err != nil && strings.HasSuffix(host, "."+p.host)
 	}
 	return host == p.host
 }
@@ -184,6 +185,7 @@ type HTTP struct {
 	policy   HTTPPolicy
 	patterns []hostPattern
 	client   *http.Client
+	dialer   *net.Dialer
 
 	mu       sync.Mutex
 	requests int
@@ -221,6 +223,7 @@ func NewHTTP(policy HTTPPolicy) *HTTP {
 		}
 	}
 	dialer := &net.Dialer{Timeout: h.policy.Timeout, ControlContext: h.control}
+	h.dialer = dialer
 	transport := &http.Transport{
 		Proxy: nil, // never the host's proxy settings
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -58,6 +58,16 @@ def _patch_socket(mod):
     def connect_ex(self, address):
         raise _refusal()
 
+    init = mod.socket.__init__
+
+    def __init__(self, *args, **kwargs):
+        try:
+            init(self, *args, **kwargs)
+        except OSError:  # WASI's ENOTSUP
+            raise _refusal() from None
+
+    __init__.__doc__ = init.__doc__
+    mod.socket.__init__ = __init__
     mod.socket.connect = connect
     mod.socket.connect_ex = connect_ex
 
