@@ -421,6 +421,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	res.LLM = caps.llm.Usage()
 	res.HTTP = caps.http.Records()
 	res.workspace = caps.workspace
+	res.Images = images(res)
 	return res, nil
 }
 

@@ -258,3 +258,20 @@ def install():
     for name, hook in HOOKS.items():
         if name in sys.modules:
             hook(sys.modules[name])
+
+
+def annotate(exc):
+    """Adds to a ModuleNotFoundError for numpy or pandas, in an interpreter
+    without numpy, where to find them (the runner calls it on the run's
+    uncaught exception)."""
+    if not isinstance(exc, ModuleNotFoundError) or not isinstance(exc.msg, str):
+        return
+    top = (exc.name or "").partition(".")[0]
+    if top not in ("numpy", "pandas"):
+        return
+    import importlib.util
+    if importlib.util.find_spec("numpy") is not None:
+        return  # this is the interpreter with numpy
+    exc.msg += ("; %s is in wasmpy's sci interpreter: `wasmpy exec --interpreter sci` "
+                "(Config.Interpreter \"sci\" in Go); wasmpy serve and wasmpy mcp use it "
+                "when it is installed (make interpreter)" % top)

@@ -171,6 +171,65 @@ def http_request(method, url, headers=None, body=None, timeout=None):
 
 _http_request = http_request  # what urllib's and requests' hooks call
 
+_shown = 0
+
+
+def _image(obj):
+    """obj as (bytes, extension): image bytes, SVG text, or an object that
+    renders itself (the _repr_png_/_repr_svg_/_repr_jpeg_ protocol, a
+    pygal chart's render(), an svgwrite drawing's tostring())."""
+    for attr, ext in (("_repr_png_", "png"), ("_repr_jpeg_", "jpg"), ("_repr_svg_", "svg")):
+        fn = getattr(type(obj), attr, None)
+        if fn is not None:
+            data = fn(obj)
+            if data is not None:
+                return _image(data.encode("utf-8") if isinstance(data, str) else data)
+    for attr in ("render", "tostring"):
+        fn = getattr(obj, attr, None)
+        if callable(fn) and not isinstance(obj, (str, bytes, bytearray, memoryview)):
+            return _image(fn())
+    if isinstance(obj, str):
+        obj = obj.encode("utf-8")
+    if isinstance(obj, (bytearray, memoryview)):
+        obj = bytes(obj)
+    if not isinstance(obj, bytes):
+        raise TypeError("show() wants image bytes, SVG text or a chart, not %s" % type(obj).__name__)
+    if obj.startswith(b"\x89PNG\r\n\x1a\n"):
+        return obj, "png"
+    if obj.startswith(b"\xff\xd8\xff"):
+        return obj, "jpg"
+    if obj[:6] in (b"GIF87a", b"GIF89a"):
+        return obj, "gif"
+    if obj[:4] == b"RIFF" and obj[8:12] == b"WEBP":
+        return obj, "webp"
+    if b"<svg" in obj[:4096]:
+        return obj, "svg"
+    raise ValueError("show(): not a PNG, JPEG, GIF, WebP or SVG image")
+
+
+def show(image, name=None):
+    """Shows an image to whoever ran this code: writes it to the workspace
+    (as name, default figure-N.png/.svg/...), whence it comes back as an
+    image (MCP image content, the "images" of the HTTP and JSON results).
+
+    image is PNG/JPEG/GIF/WebP bytes, SVG text, or a chart that renders
+    itself (pygal's render(), svgwrite's tostring(), _repr_png_/_repr_svg_).
+    Returns the file's path."""
+    global _shown
+    data, ext = _image(image)
+    if name is None:
+        _shown += 1
+        name = "figure-%d.%s" % (_shown, ext)
+    _str("name", name)
+    import os
+    path = name if os.path.isabs(name) else os.path.join("/workspace", name)
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
 
 def _generic(name):
     """A wrapper for a capability an embedder added: keyword arguments only."""
