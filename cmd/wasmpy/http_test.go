@@ -61,3 +61,29 @@ func TestExecAllowHTTPBadPattern(t *testing.T) {
 		require.NotContains(t, errOut, "goroutine")
 	}
 }
+
+// The resident serves the sci interpreter by its name (it took "sci" for a
+// path, so every sci run started a process of its own) and runs granted
+// http_request as the client asked.
+func TestResidentServesSciAndHTTP(t *testing.T) {
+	srv := echoServer(t)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	env, _ := residentEnv(t)
+	startTestResident(t, env)
+	dir := t.TempDir()
+	cases := [][]string{
+		{"exec", "--interpreter", "sci", "-c", "import numpy; print(numpy.arange(4).sum())"},
+		{"exec", "--allow-http", host, "-c", "import urllib.request; print(urllib.request.urlopen('" + srv.URL + "', data=b'r').read().decode())"},
+		{"exec", "-c", "import urllib.request; urllib.request.urlopen('" + srv.URL + "')"},
+	}
+	want := []string{"6\n", "POST r\n", ""}
+	for i, args := range cases {
+		_, before := residentRuns(t, env)
+		got := wasmpyIn(t, env, dir, strings.NewReader(""), args...)
+		_, after := residentRuns(t, env)
+		require.Equal(t, before+1, after, "the resident ran %v", args)
+		require.Equal(t, want[i], got.Stdout, got.Stderr)
+		local := wasmpyIn(t, append(env, "WASMPY_RESIDENT=0"), dir, strings.NewReader(""), args...)
+		require.Equal(t, local, got)
+	}
+}
