@@ -181,7 +181,10 @@ def _image(obj):
     for attr, ext in (("_repr_png_", "png"), ("_repr_jpeg_", "jpg"), ("_repr_svg_", "svg")):
         fn = getattr(type(obj), attr, None)
         if fn is not None:
-            data = fn(obj)
+            try:
+                data = fn(obj)
+            except ImportError:  # pygal's PNG needs cairosvg: its SVG will do
+                continue
             if data is not None:
                 return _image(data.encode("utf-8") if isinstance(data, str) else data)
     for attr in ("render", "tostring"):
