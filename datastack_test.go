@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/testing/needs"
 )
 
 // numpy 2 lists f2py in __all__, which sci leaves out: a star import and
@@ -36,7 +37,7 @@ except AttributeError as e:
 // pandas says where they are; for anything else, it says what python3 says.
 func TestMissingNumpyHint(t *testing.T) {
 	if testSandbox(t).Interpreter().Kind != "wasmpy" {
-		t.Skip("the hint is the runner's, which the npm interpreter runs too, but the test wants the default build")
+		needs.Skipf(t, "the default build (make interpreter): the npm interpreter runs here")
 	}
 	for _, mod := range []string{"numpy", "pandas", "numpy.linalg"} {
 		res := run(t, wasmpy.Job{Code: "import " + mod})
