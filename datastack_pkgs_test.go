@@ -50,6 +50,8 @@ try:
     r.raise_for_status()
 except requests.HTTPError as e:
     print("HTTPError", e.response.status_code)
+r = requests.get(URL + "/gzip")
+print(r.text, r.headers["X-Accept-Encoding"])
 s = requests.Session()
 print(s.get(URL + "/redirect-ok").text, s.post(URL + "/echo", json={"a": 1}).text)
 for url in ("http://example.invalid/", URL + "/hang"):
@@ -62,7 +64,7 @@ for url in ("http://example.invalid/", URL + "/hang"):
 `, "URL", `"`+srv.URL+`"`)
 	res := runIn(t, sb, httpJob(code, hostfuncs.HTTPPolicy{Hosts: []string{hostPort}}))
 	require.Nil(t, res.Error, res.Stderr)
-	require.Equal(t, "200 True req PUT body utf-8\n404 Not Found\nHTTPError 404\nGET  POST {\"a\": 1}\n"+
+	require.Equal(t, "200 True req PUT body utf-8\n404 Not Found\nHTTPError 404\nunzipped gzip, deflate\nGET  POST {\"a\": 1}\n"+
 		"ConnectionError http_request: host example.invalid:80 is not on the allow-list ("+hostPort+")\n"+
 		"Timeout http_request: no answer within 300ms\n", res.Stdout)
 

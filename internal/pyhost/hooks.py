@@ -146,8 +146,14 @@ def _patch_requests_adapters(mod):
         if isinstance(timeout, tuple):
             parts = [t for t in timeout if t is not None]
             timeout = sum(parts) if parts else None
+        headers = []
+        for k, v in request.headers.items():
+            if k.lower() == "accept-encoding":  # urllib3 decodes these; so does send
+                v = ", ".join(c.strip() for c in str(v).split(",")
+                              if c.strip().split(";")[0] in ("gzip", "deflate", "identity")) or "identity"
+            headers.append((k, v))
         try:
-            ans = _http_request(request.method, request.url, list(request.headers.items()),
+            ans = _http_request(request.method, request.url, headers,
                                 _read_body(request.body), timeout)
         except TimeoutError as e:
             raise exceptions.ReadTimeout(e, request=request) from None
@@ -158,10 +164,24 @@ def _patch_requests_adapters(mod):
         headers = CaseInsensitiveDict()
         for k, v in ans["headers"]:
             headers[k] = headers[k] + ", " + v if k in headers else v
+        body = ans["body"]
+        coding = headers.get("content-encoding", "").strip().lower()
+        if body and coding in ("gzip", "x-gzip", "deflate"):
+            import zlib
+            try:
+                if coding == "deflate":
+                    try:
+                        body = zlib.decompress(body)
+                    except zlib.error:
+                        body = zlib.decompress(body, -zlib.MAX_WBITS)
+                else:
+                    body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+            except zlib.error as e:
+                raise exceptions.ContentDecodingError(e, request=request) from None
         r.headers = headers
         r.encoding = get_encoding_from_headers(headers)
-        r.raw = io.BytesIO(ans["body"])
-        r._content = ans["body"]
+        r.raw = io.BytesIO(body)
+        r._content = body
         r.reason = ans["reason"]
         r.url = ans["url"]
         r.request = request
