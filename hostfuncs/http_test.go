@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -116,4 +117,25 @@ func mustAddr(t *testing.T, s string) netip.Addr {
 	a, err := netip.ParseAddr(s)
 	require.NoError(t, err)
 	return a
+}
+
+// FuzzHTTPRequestArgs: whatever the guest sends as http_request's
+// arguments, the call answers (a value or a guest exception), never
+// panics, and reaches nothing off its empty allow-list.
+func FuzzHTTPRequestArgs(f *testing.F) {
+	f.Add([]byte(`{"method": "GET", "url": "http://127.0.0.1:1/"}`), "127.0.0.1")
+	f.Add([]byte(`{"url": "http://[::1]/", "headers": [["X", "y"]], "timeout": -1}`), "[::1]:80")
+	f.Add([]byte(`{"url": "//x", "headers": [[]]}`), "*.x")
+	f.Fuzz(func(t *testing.T, args []byte, pattern string) {
+		_ = ParseHostPattern(pattern)
+		h := NewHTTP(HTTPPolicy{Hosts: []string{"allowed.invalid:1"}, Timeout: 50 * time.Millisecond})
+		defer h.Close()
+		tbl := Table{}
+		h.Register(tbl)
+		_, err := tbl["http_request"](context.Background(), args)
+		if err == nil {
+			t.Fatalf("a request to nowhere succeeded: %s", args)
+		}
+		_ = AsError(err)
+	})
 }
