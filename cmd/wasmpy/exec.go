@@ -263,6 +263,9 @@ func grants(list string) ([]wasmpy.Capability, error) {
 	var g []wasmpy.Capability
 	for _, name := range strings.Split(list, ",") {
 		c := wasmpy.Capability(strings.TrimSpace(name))
+		if c == wasmpy.HTTPRequest {
+			return nil, usageErr("--grant: http_request is granted with the hosts it may reach: --allow-http HOST")
+		}
 		if !slices.Contains(wasmpy.Builtins(), c) {
 			names := make([]string, 0, 6)
 			for _, b := range wasmpy.Builtins() {

@@ -60,6 +60,9 @@ func TestExecAllowHTTPBadPattern(t *testing.T) {
 		require.Contains(t, errOut, "--allow-http: ", bad)
 		require.NotContains(t, errOut, "goroutine")
 	}
+	code, _, errOut := wasmpyCLI(t, "", "exec", "--grant", "read_file,http_request", "-c", "pass")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "--grant: http_request is granted with the hosts it may reach: --allow-http HOST")
 }
 
 // The resident serves the sci interpreter by its name (it took "sci" for a
