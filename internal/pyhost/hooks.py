@@ -264,20 +264,34 @@ class _Patching:
         # and friends look at it).
         module.__spec__.loader = module.__loader__ = self.loader
         self.loader.exec_module(module)
-        self.hook(module)
+        _apply(self.hook, module)
 
     def __getattr__(self, name):
         return getattr(self.loader, name)
 
 
+def _apply(hook, module):
+    """Runs a hook; one that does not fit a module's version leaves the
+    module as it is (its requests then meet the socket refusal) rather
+    than failing its import."""
+    try:
+        hook(module)
+    except Exception:
+        pass
+
+
 def install():
-    import _socket
-    _patch_socket_c(_socket)
+    try:
+        import _socket
+    except ImportError:  # an interpreter built without it: nothing to refuse
+        pass
+    else:
+        _patch_socket_c(_socket)
     sys.meta_path.insert(0, _Watch())
     sys.meta_path.append(_F2PY())
     for name, hook in HOOKS.items():
         if name in sys.modules:
-            hook(sys.modules[name])
+            _apply(hook, sys.modules[name])
 
 
 def annotate(exc):
