@@ -33,10 +33,10 @@ type Result struct {
 	// HostCallsTotal counts every host call; HostCalls keeps the first 10,000.
 	HostCallsTotal int                    `json:"host_calls_total"`
 	Files          []workspace.FileChange `json:"files"` // what the run wrote to its workspace overlay
+	LLM            hostfuncs.LLMUsage     `json:"llm"`   // what ask_llm spent
 	// Images are the image files among Files, with their data within
 	// bounds (MaxImages, MaxImageBytes, MaxImagesBytes).
-	Images []Image            `json:"images,omitempty"`
-	LLM    hostfuncs.LLMUsage `json:"llm"` // what ask_llm spent
+	Images []Image `json:"images,omitempty"`
 	// HTTP are the requests http_request made (each redirect one), refused
 	// ones included.
 	HTTP []hostfuncs.HTTPRecord `json:"http,omitempty"`

@@ -212,7 +212,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err := cfg.HTTP.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.HTTP.Hosts = slices.Clone(cfg.HTTP.Hosts)
+	cfg.HTTP.Hosts, cfg.HTTP.Schemes, cfg.HTTP.Methods = slices.Clone(cfg.HTTP.Hosts), slices.Clone(cfg.HTTP.Schemes), slices.Clone(cfg.HTTP.Methods)
 	cfg.HostFuncs, cfg.Grants = maps.Clone(cfg.HostFuncs), slices.Clone(cfg.Grants) // the caller's may change
 	cfg.Packages, cfg.Preload = slices.Clone(cfg.Packages), slices.Clone(cfg.Preload)
 	cache := cfg.CacheDir

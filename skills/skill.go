@@ -176,21 +176,22 @@ func (s *Skill) info(tier *tiers.Tier, limits wasmpy.Limits) Info {
 
 // manifest is skill.yaml as written.
 type manifest struct {
-	Name             string        `yaml:"name"`
-	Version          string        `yaml:"version"`
-	Description      string        `yaml:"description"`
-	Handler          string        `yaml:"handler"`
-	SafetyFlags      []string      `yaml:"safety_flags"`
-	RequiresApproval bool          `yaml:"requires_approval"`
-	Tags             []string      `yaml:"tags"`
-	Requires         []string      `yaml:"requires"`
-	Tier             string        `yaml:"tier"`
-	HTTP             *httpManifest `yaml:"http"`
+	Name             string   `yaml:"name"`
+	Version          string   `yaml:"version"`
+	Description      string   `yaml:"description"`
+	Handler          string   `yaml:"handler"`
+	SafetyFlags      []string `yaml:"safety_flags"`
+	RequiresApproval bool     `yaml:"requires_approval"`
+	Tags             []string `yaml:"tags"`
+	Requires         []string `yaml:"requires"`
+	Tier             string   `yaml:"tier"`
 	Limits           struct {
 		Timeout string `yaml:"timeout"` // a Go duration: 500ms, 10s, 1m
 		Memory  string `yaml:"memory"`  // bytes, or 64MiB, 1GiB...
 		Fuel    uint64 `yaml:"fuel"`
 	} `yaml:"limits"`
+	// HTTP is what network_access reaches (see httpManifest).
+	HTTP *httpManifest `yaml:"http"`
 }
 
 // Bounds on skill.yaml's shape, far beyond what a manifest needs.

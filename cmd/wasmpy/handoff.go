@@ -35,21 +35,22 @@ type request struct {
 // remoteJob is an exec run as the client has read it: every path absolute,
 // every flag and environment variable resolved.
 type remoteJob struct {
-	Config   wireConfig            `json:"config"`
-	Code     string                `json:"code"`
-	Filename string                `json:"filename"`
-	Args     []string              `json:"args"`
-	Module   string                `json:"module"`
-	App      string                `json:"app"`   // the directory or zipapp at /app; "": none
-	Stdin    string                `json:"stdin"` // "fd" (the client's, streamed), "bytes", or "": none
-	Input    []byte                `json:"input,omitempty"`
-	Limits   wasmpy.Limits         `json:"limits"`
-	Grants   []wasmpy.Capability   `json:"grants"`
-	HTTP     *hostfuncs.HTTPPolicy `json:"http,omitempty"`
-	Imports  []string              `json:"imports"` // the tier's import policy (Job.AllowImports)
-	Tier     string                `json:"tier"`
-	JSON     bool                  `json:"json"`
-	Out      bool                  `json:"out"` // send back the contents of the files the run wrote
+	Config   wireConfig          `json:"config"`
+	Code     string              `json:"code"`
+	Filename string              `json:"filename"`
+	Args     []string            `json:"args"`
+	Module   string              `json:"module"`
+	App      string              `json:"app"`   // the directory or zipapp at /app; "": none
+	Stdin    string              `json:"stdin"` // "fd" (the client's, streamed), "bytes", or "": none
+	Input    []byte              `json:"input,omitempty"`
+	Limits   wasmpy.Limits       `json:"limits"`
+	Grants   []wasmpy.Capability `json:"grants"`
+	Imports  []string            `json:"imports"` // the tier's import policy (Job.AllowImports)
+	Tier     string              `json:"tier"`
+	JSON     bool                `json:"json"`
+	Out      bool                `json:"out"` // send back the contents of the files the run wrote
+
+	HTTP *hostfuncs.HTTPPolicy `json:"http,omitempty"` // what a granted http_request reaches (--allow-http)
 }
 
 // wireConfig is the part of wasmpy.Config the CLI sets.
