@@ -25,6 +25,11 @@ const (
 	AskLLM       Capability = "ask_llm"       // one chat completion from Config.LLM
 	Embed        Capability = "embed"         // embeddings of texts from Config.LLM's /embeddings, in ask_llm's budget
 	SubmitResult Capability = "submit_result" // one JSON value back as Result.Output
+	// HTTPRequest makes HTTP requests to the hosts of the run's HTTPPolicy
+	// (Config.HTTP, Job.HTTP), the guest's urllib.request and requests
+	// included. It is not among Builtins: nothing that grants "every
+	// built-in" reaches the network; it is granted by name.
+	HTTPRequest Capability = "http_request"
 )
 
 // Builtins returns every built-in capability, for callers that mean to grant
@@ -37,11 +42,11 @@ func Builtins() []Capability {
 // Config.HostFuncs; what names a typo is better than a guest's NameError.
 func (cfg *Config) checkGrants(what string, grants []Capability) error {
 	for _, g := range grants {
-		if _, ok := cfg.HostFuncs[string(g)]; ok || slices.Contains(Builtins(), g) {
+		if _, ok := cfg.HostFuncs[string(g)]; ok || slices.Contains(Builtins(), g) || g == HTTPRequest {
 			continue
 		}
-		known := make([]string, 0, len(cfg.HostFuncs)+6)
-		for _, b := range Builtins() {
+		known := make([]string, 0, len(cfg.HostFuncs)+8)
+		for _, b := range append(Builtins(), HTTPRequest) {
 			known = append(known, string(b))
 		}
 		known = append(known, slices.Sorted(maps.Keys(cfg.HostFuncs))...)

@@ -163,7 +163,7 @@ for fn in (lambda: add(X=1, Y=2), lambda: wasmpy.add(X=1, Y=2), lambda: wasmpy._
 func TestUnknownGrants(t *testing.T) {
 	ctx := context.Background()
 	_, err := testSandbox(t).Run(ctx, wasmpy.Job{Code: "pass", Grants: []wasmpy.Capability{wasmpy.ReadFile, "launch_missiles"}})
-	require.EqualError(t, err, `wasmpy: Job.Grants: no capability "launch_missiles" (have read_file, write_file, list_files, search_files, ask_llm, embed, submit_result)`)
+	require.EqualError(t, err, `wasmpy: Job.Grants: no capability "launch_missiles" (have read_file, write_file, list_files, search_files, ask_llm, embed, submit_result, http_request)`)
 
 	noop := hostfuncs.Typed(func(ctx context.Context, a struct{}) (int, error) { return 0, nil })
 	for _, tc := range []struct {
@@ -172,7 +172,7 @@ func TestUnknownGrants(t *testing.T) {
 	}{
 		{wasmpy.Config{Grants: []wasmpy.Capability{"Read_File"}}, `Config.Grants: no capability "Read_File"`},
 		{wasmpy.Config{Grants: []wasmpy.Capability{"price"}, HostFuncs: hostfuncs.Table{"prices": noop}},
-			`no capability "price" (have read_file, write_file, list_files, search_files, ask_llm, embed, submit_result, prices)`},
+			`no capability "price" (have read_file, write_file, list_files, search_files, ask_llm, embed, submit_result, http_request, prices)`},
 		{wasmpy.Config{HostFuncs: hostfuncs.Table{"_job": noop}}, `"_job" is not a Python identifier`},
 		{wasmpy.Config{HostFuncs: hostfuncs.Table{"get-price": noop}}, `"get-price" is not a Python identifier`},
 		{wasmpy.Config{HostFuncs: hostfuncs.Table{"class": noop}}, `"class" is not a Python identifier`},

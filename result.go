@@ -34,6 +34,12 @@ type Result struct {
 	HostCallsTotal int                    `json:"host_calls_total"`
 	Files          []workspace.FileChange `json:"files"` // what the run wrote to its workspace overlay
 	LLM            hostfuncs.LLMUsage     `json:"llm"`   // what ask_llm spent
+	// Images are the image files among Files, with their data within
+	// bounds (MaxImages, MaxImageBytes, MaxImagesBytes).
+	Images []Image `json:"images,omitempty"`
+	// HTTP are the requests http_request made (each redirect one), refused
+	// ones included.
+	HTTP []hostfuncs.HTTPRecord `json:"http,omitempty"`
 	// Packages are the package sets the run could import from.
 	Packages []PackageSet `json:"packages"`
 	// Session describes the turn, for a run of a Session; nil otherwise.

@@ -158,6 +158,9 @@ type Config struct {
 	LLM hostfuncs.LLMConfig
 	// LLMBudget bounds ask_llm per run.
 	LLMBudget hostfuncs.LLMBudget
+	// HTTP is what http_request may reach, for the runs granted it (and
+	// whose Job.HTTP is nil). The zero value reaches no host.
+	HTTP hostfuncs.HTTPPolicy
 	// HostFuncs are capabilities of the embedder's own, each granted like a
 	// built-in by its name (Capability("price")). A name must be a Python
 	// identifier not starting with "_"; one that is also built in replaces
@@ -206,6 +209,10 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err := cfg.checkGrants("Config.Grants", cfg.Grants); err != nil {
 		return nil, err
 	}
+	if err := cfg.HTTP.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.HTTP.Hosts, cfg.HTTP.Schemes, cfg.HTTP.Methods = slices.Clone(cfg.HTTP.Hosts), slices.Clone(cfg.HTTP.Schemes), slices.Clone(cfg.HTTP.Methods)
 	cfg.HostFuncs, cfg.Grants = maps.Clone(cfg.HostFuncs), slices.Clone(cfg.Grants) // the caller's may change
 	cfg.Packages, cfg.Preload = slices.Clone(cfg.Packages), slices.Clone(cfg.Preload)
 	cache := cfg.CacheDir
@@ -319,6 +326,9 @@ type Job struct {
 	// raises PermissionError in the guest; an embedder's function not
 	// granted does not exist there. Default: none.
 	Grants []Capability
+	// HTTP, when not nil, replaces Config.HTTP for this run: what
+	// http_request (which Grants must include) may reach.
+	HTTP *hostfuncs.HTTPPolicy
 	// AllowImports, when not nil, are the only top-level modules this
 	// job's code may import, within Config.AllowImports when that is set
 	// too (a module must be in both).
@@ -381,6 +391,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 		FS: caps.workspace.SysFS, App: job.App,
 	})
 	caps.workspace.Close()
+	caps.http.Close()
 	if err != nil {
 		if s.closed.Load() {
 			return nil, ErrClosed
@@ -408,7 +419,9 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	}
 	res.Files = caps.workspace.Changes()
 	res.LLM = caps.llm.Usage()
+	res.HTTP = caps.http.Records()
 	res.workspace = caps.workspace
+	res.Images = images(res)
 	return res, nil
 }
 
@@ -444,6 +457,7 @@ type runCapabilities struct {
 	workspace *workspace.Workspace
 	result    *hostfuncs.ResultSink
 	llm       *hostfuncs.LLMSession
+	http      *hostfuncs.HTTP
 }
 
 // capabilities builds the table of what job is granted, and nothing else:
@@ -451,6 +465,13 @@ type runCapabilities struct {
 func (s *Sandbox) capabilities(job Job) (*runCapabilities, error) {
 	if err := s.cfg.checkGrants("Job.Grants", job.Grants); err != nil {
 		return nil, err
+	}
+	policy := s.cfg.HTTP
+	if job.HTTP != nil {
+		if err := job.HTTP.Validate(); err != nil {
+			return nil, err
+		}
+		policy = *job.HTTP
 	}
 	wcfg := s.cfg.Workspace
 	if job.Workspace != "" {
@@ -464,8 +485,10 @@ func (s *Sandbox) capabilities(job Job) (*runCapabilities, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &runCapabilities{table: hostfuncs.Table{}, workspace: ws, result: sink, llm: s.llm.Session(s.cfg.LLMBudget)}
+	c := &runCapabilities{table: hostfuncs.Table{}, workspace: ws, result: sink, llm: s.llm.Session(s.cfg.LLMBudget),
+		http: hostfuncs.NewHTTP(policy)}
 	all := hostfuncs.Table{}
+	c.http.Register(all)
 	ws.Register(all)
 	sink.Register(all)
 	c.llm.Register(all)

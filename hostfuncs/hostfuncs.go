@@ -164,6 +164,8 @@ const (
 	IsADirectoryError  = "IsADirectoryError"
 	NotADirectoryError = "NotADirectoryError"
 	OSError            = "OSError" // size caps and quotas, as Python's ENOSPC/EFBIG would be
+	TimeoutError       = "TimeoutError"
+	ConnectionError    = "ConnectionError"
 	UnicodeError       = "UnicodeDecodeError"
 	HostError          = "HostError"
 	LLMError           = "LLMError"

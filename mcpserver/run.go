@@ -38,6 +38,9 @@ type RunOutput struct {
 	Output          json.RawMessage `json:"output"` // what the code passed to submit_result, or null (Result.Output, as everywhere)
 	Error           *wasmpy.Error   `json:"error"`  // why it failed: kind, type, message, traceback; null if it did not
 	Files           []FileInfo      `json:"files"`  // what the run wrote, saved to the workspace
+	// Images are the image files among Files (their data comes as image
+	// content beside this), or why one's data was left out.
+	Images []ImageInfo `json:"images,omitempty"`
 	// SaveError says which written files the workspace could not keep.
 	SaveError string `json:"save_error,omitempty"`
 	// Session is the turn, for a run in a session.
@@ -97,6 +100,7 @@ var runOutputSchema = json.RawMessage(`{
        "required": ["kind", "message"]},
       {"type": "null"}]},
     "files": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}, "size": {"type": "integer"}, "sha256": {"type": "string"}}, "required": ["path", "size"]}},
+    "images": {"type": "array", "description": "Image files the run wrote (or passed to wasmpy.show()); each also comes as image content unless omitted says why not.", "items": {"type": "object", "properties": {"path": {"type": "string"}, "mime_type": {"type": "string"}, "size": {"type": "integer"}, "omitted": {"type": "string"}}, "required": ["path", "mime_type", "size"]}},
     "save_error": {"type": "string"},
     "session": {"type": "object", "description": "The session turn: id, turn, kept (false when a failed turn left the session as it was), state hashes and size.",
       "properties": {"id": {"type": "string"}, "turn": {"type": "integer"}, "kept": {"type": "boolean"}}},
@@ -244,10 +248,13 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	out := runOutput(x)
 	out.Files, out.SaveError = saveFiles(ws, x.Result)
+	content := imageContent(x.Result, out)
 	if x.Error != nil {
-		return toolError(renderRun(out), out), nil
+		res := toolError(renderRun(out), out)
+		res.Content = append(res.Content, content...)
+		return res, nil
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: renderRun(out)}}, StructuredContent: out}, nil
+	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: renderRun(out)}}, content...), StructuredContent: out}, nil
 }
 
 func runOutput(x *skills.Execution) *RunOutput {
@@ -287,6 +294,27 @@ func saveFiles(ws *files, res *wasmpy.Result) ([]FileInfo, string) {
 	return out, ""
 }
 
+// ImageInfo describes an image a run wrote (RunOutput.Images).
+type ImageInfo struct {
+	Path     string `json:"path"`
+	MIMEType string `json:"mime_type"`
+	Size     int64  `json:"size"`
+	Omitted  string `json:"omitted,omitempty"`
+}
+
+// imageContent is the run's images as MCP image content, and their
+// descriptions in out.
+func imageContent(res *wasmpy.Result, out *RunOutput) []mcp.Content {
+	var content []mcp.Content
+	for _, im := range res.Images {
+		out.Images = append(out.Images, ImageInfo{Path: im.Path, MIMEType: im.MIMEType, Size: im.Size, Omitted: im.Omitted})
+		if im.Data != nil {
+			content = append(content, &mcp.ImageContent{Data: im.Data, MIMEType: im.MIMEType})
+		}
+	}
+	return content
+}
+
 // renderRun is the text rendering of a run, for clients that show text.
 func renderRun(o *RunOutput) string {
 	var b strings.Builder
@@ -316,6 +344,11 @@ func renderRun(o *RunOutput) string {
 	}
 	for _, f := range o.Files {
 		fmt.Fprintf(&b, "wrote %s (%d bytes)\n", f.Path, f.Size)
+	}
+	for _, im := range o.Images {
+		if im.Omitted != "" {
+			fmt.Fprintf(&b, "image %s not shown: %s\n", im.Path, im.Omitted)
+		}
 	}
 	if o.SaveError != "" {
 		fmt.Fprintf(&b, "%s\n", o.SaveError)

@@ -207,7 +207,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	rec := &provenance.Record{Kind: provenance.KindSkill, Skill: s.Name, Version: s.Version, ActorID: req.ActorID, ActorType: req.ActorType,
 		Approved: req.Approved, CodeHash: s.CodeHash, InputsHash: inputsHash, Caller: req.Caller.Owner}
 	job := e.apply(tier, wasmpy.Job{Code: runSkillPy, Filename: "<skill " + s.Name + ">", Stdin: bytes.NewReader(stdin),
-		Limits: s.Limits, Grants: s.Grants()}, "json", "sys", "types") // run_skill.py's imports
+		Limits: s.Limits, Grants: s.Grants(), HTTP: s.HTTP}, "json", "sys", "types") // run_skill.py's imports
 	return e.run(ctx, rec, job, e.sb.Run, func(x *Execution) {
 		out := x.Result.Output
 		if x.Error != nil {

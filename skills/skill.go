@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/jsonschema"
 	"github.com/wasmpy/wasmpy/internal/units"
 	"github.com/wasmpy/wasmpy/tiers"
@@ -23,7 +24,7 @@ const (
 	FlagExternalCall  = "external_call"  // calls ask_llm or embed; loads only where an LLM endpoint is configured
 	FlagSideEffect    = "side_effect"    // acts on the world: every run needs an approval
 	FlagFileSystem    = "file_system"    // uses the workspace (read_file, write_file, ...), an in-memory overlay
-	FlagNetworkAccess = "network_access" // needs the network, which the sandbox never grants: refused at load
+	FlagNetworkAccess = "network_access" // makes HTTP requests to the hosts of its http block (http_request), under a tier that allows it
 )
 
 // SafetyFlags lists every flag, in documentation order.
@@ -57,6 +58,9 @@ type Skill struct {
 	// Tier is the trust tier skill.yaml holds the skill to; "" means the
 	// most trusted (a request may ask for a stricter one).
 	Tier string
+	// HTTP is what http_request may reach, for a skill flagged
+	// network_access (skill.yaml's http block); nil otherwise.
+	HTTP *hostfuncs.HTTPPolicy
 
 	// Registration is how the skill was registered over the API; nil for
 	// one loaded from a directory.
@@ -88,6 +92,9 @@ func (s *Skill) Grants() []wasmpy.Capability {
 	}
 	if slices.Contains(s.SafetyFlags, FlagFileSystem) {
 		g = append(g, wasmpy.ReadFile, wasmpy.WriteFile, wasmpy.ListFiles, wasmpy.SearchFiles)
+	}
+	if slices.Contains(s.SafetyFlags, FlagNetworkAccess) {
+		g = append(g, wasmpy.HTTPRequest)
 	}
 	slices.Sort(g)
 	return g
@@ -183,6 +190,8 @@ type manifest struct {
 		Memory  string `yaml:"memory"`  // bytes, or 64MiB, 1GiB...
 		Fuel    uint64 `yaml:"fuel"`
 	} `yaml:"limits"`
+	// HTTP is what network_access reaches (see httpManifest).
+	HTTP *httpManifest `yaml:"http"`
 }
 
 // Bounds on skill.yaml's shape, far beyond what a manifest needs.
@@ -280,8 +289,6 @@ func (m *manifest) check(s *Skill, opts LoadOptions) []string {
 			fail("safety_flags: unknown flag %q (want %s)", f, strings.Join(SafetyFlags(), ", "))
 		case seen[f]:
 			fail("safety_flags: %q listed twice", f)
-		case f == FlagNetworkAccess:
-			fail("safety_flags: network_access: refused, the sandbox never grants network access")
 		case f == FlagExternalCall && !opts.AllowExternalCalls:
 			fail("safety_flags: external_call: refused, no LLM endpoint is configured for ask_llm")
 		}
@@ -296,6 +303,7 @@ func (m *manifest) check(s *Skill, opts LoadOptions) []string {
 			}
 		}
 	}
+	m.checkHTTP(s, seen[FlagNetworkAccess], fail)
 	if seen[FlagNone] && len(m.SafetyFlags) > 1 {
 		fail("safety_flags: %q cannot be combined with other flags", FlagNone)
 	}

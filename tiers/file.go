@@ -260,7 +260,7 @@ func (p *parser) tier(n *yaml.Node, path string, builtin, earlier *Set) *Tier {
 		for i, name := range p.strs(c, join(path, "capabilities")) {
 			cp := wasmpy.Capability(name)
 			switch {
-			case !slices.Contains(wasmpy.Builtins(), cp):
+			case !slices.Contains(wasmpy.Builtins(), cp) && cp != wasmpy.HTTPRequest:
 				p.fail(c.Content[i], fmt.Sprintf("%s.capabilities[%d]", path, i), "no capability %q (want some of %s)", name, capNames())
 			case slices.Contains(t.Capabilities, cp):
 				p.fail(c.Content[i], fmt.Sprintf("%s.capabilities[%d]", path, i), "%q is listed twice", name)
@@ -302,7 +302,7 @@ var moduleRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func capNames() string {
 	var names []string
-	for _, c := range wasmpy.Builtins() {
+	for _, c := range append(wasmpy.Builtins(), wasmpy.HTTPRequest) {
 		names = append(names, string(c))
 	}
 	return strings.Join(names, ", ")

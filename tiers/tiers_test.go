@@ -205,7 +205,7 @@ tiers:
 		`line 4: tiers[0].limits.memory: "8TiB": want a size from 1 byte to 4GiB, such as 64MiB`,
 		`line 4: tiers[0].limits.output: "0": want a size from 1 byte to 1GiB, such as 1MiB`,
 		`line 4: tiers[0].limits.fuel: "-1": want a whole number of fuel units up to 9223372036854775807, or none (unmetered)`,
-		`line 5: tiers[0].capabilities[1]: no capability "network" (want some of read_file, write_file, list_files, search_files, ask_llm, embed, submit_result)`,
+		`line 5: tiers[0].capabilities[1]: no capability "network" (want some of read_file, write_file, list_files, search_files, ask_llm, embed, submit_result, http_request)`,
 		`line 6: tiers[0].imports[1]: "os.path" is not a top-level module name`,
 		`line 7: tiers[0].validation: "paranoid": want strict, standard or syntax`,
 		`line 9: tiers[1].extends: no tier "nope" to extend (want a built-in, sandbox, testing, trusted, or a tier above this one)`,

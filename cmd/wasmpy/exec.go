@@ -65,7 +65,7 @@ func execFlags() []cli.Flag {
 		&cli.StringFlag{Name: "session", Usage: "run as the next turn of the session saved in `FILE`, and save it back (a new one if FILE does not exist)"},
 		recordFlag, dbFlag,
 		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in the tier allows), none, or names such as read_file,submit_result"},
-		interpreterFlag, cacheFlag,
+		interpreterFlag, cacheFlag, allowHTTPFlag,
 		&cli.BoolFlag{Name: "resident", Value: true, EnvVars: []string{"WASMPY_RESIDENT"},
 			Usage: "hand the run to your resident wasmpy process, starting one if none runs (see wasmpy help resident); --resident=false or WASMPY_RESIDENT=0 runs it in this process"},
 	}
@@ -95,6 +95,9 @@ func execAction(c *cli.Context) error {
 		job.Limits.Timeout = math.MaxInt64
 	}
 	job = operatorPolicy(*tier)(job)
+	if job, err = withHTTP(c, job); err != nil {
+		return err
+	}
 	cfg, err := sandboxConfig(c)
 	if err != nil {
 		return err
@@ -265,6 +268,9 @@ func grants(list string) ([]wasmpy.Capability, error) {
 	var g []wasmpy.Capability
 	for _, name := range strings.Split(list, ",") {
 		c := wasmpy.Capability(strings.TrimSpace(name))
+		if c == wasmpy.HTTPRequest {
+			return nil, usageErr("--grant: http_request is granted with the hosts it may reach: --allow-http HOST")
+		}
 		if !slices.Contains(wasmpy.Builtins(), c) {
 			names := make([]string, 0, 6)
 			for _, b := range wasmpy.Builtins() {

@@ -49,6 +49,8 @@ type remoteJob struct {
 	Tier     string              `json:"tier"`
 	JSON     bool                `json:"json"`
 	Out      bool                `json:"out"` // send back the contents of the files the run wrote
+
+	HTTP *hostfuncs.HTTPPolicy `json:"http,omitempty"` // what a granted http_request reaches (--allow-http)
 }
 
 // wireConfig is the part of wasmpy.Config the CLI sets.
@@ -190,7 +192,7 @@ func remote(c *cli.Context, cfg wasmpy.Config, job wasmpy.Job, appPath string) (
 		cfg.CacheDir = dir
 	}
 	switch cfg.Interpreter {
-	case "", assets.Wasmpy, assets.NPM:
+	case "", assets.Wasmpy, assets.Sci, assets.NPM:
 	default:
 		cfg.Interpreter = abs(cfg.Interpreter)
 	}
@@ -200,7 +202,7 @@ func remote(c *cli.Context, cfg wasmpy.Config, job wasmpy.Job, appPath string) (
 		cfg.Packages[i] = abs(p)
 	}
 	rj := &remoteJob{Config: toWire(cfg), Code: job.Code, Filename: job.Filename, Args: job.Args, Module: job.Module,
-		Limits: job.Limits, Grants: job.Grants, Imports: job.AllowImports, Tier: job.Tier, JSON: c.Bool("json"), Out: c.String("out") != ""}
+		Limits: job.Limits, Grants: job.Grants, HTTP: job.HTTP, Imports: job.AllowImports, Tier: job.Tier, JSON: c.Bool("json"), Out: c.String("out") != ""}
 	if job.App != nil {
 		if appPath == "" {
 			return nil, false

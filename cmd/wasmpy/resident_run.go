@@ -64,7 +64,7 @@ func (s *server) run(conn *resident.Conn, rj *remoteJob, stdin, stdout, stderr *
 		conn.Send(reply{Fallback: oneLine(l.err)}) // the client says it as it would have
 		return
 	}
-	job := wasmpy.Job{Code: rj.Code, Filename: rj.Filename, Args: rj.Args, Module: rj.Module, Limits: rj.Limits, Grants: rj.Grants,
+	job := wasmpy.Job{Code: rj.Code, Filename: rj.Filename, Args: rj.Args, Module: rj.Module, Limits: rj.Limits, Grants: rj.Grants, HTTP: rj.HTTP,
 		AllowImports: rj.Imports, Tier: rj.Tier}
 	if rj.App != "" {
 		app, err := wasmpy.OpenApp(rj.App)

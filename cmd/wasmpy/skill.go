@@ -89,7 +89,7 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...
 	if err != nil {
 		return nil, err
 	}
-	cfg.Interpreter, cfg.CacheDir, cfg.Limits = c.String("interpreter"), c.String("cache-dir"), lim
+	cfg.Interpreter, cfg.CacheDir, cfg.Limits = executorInterpreter(c), c.String("cache-dir"), lim
 	set, err := loadTiers(c)
 	if err != nil {
 		return nil, err

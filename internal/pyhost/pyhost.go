@@ -14,6 +14,8 @@ var (
 	runnerSource string
 	//go:embed wasmpy.py
 	wasmpySource string
+	//go:embed hooks.py
+	hooksSource string
 )
 
 // Bootstrap is the Python source that loads the runner as the module
@@ -25,7 +27,11 @@ func Bootstrap(then string) string {
 		"exec(compile(" + pyString(runnerSource) + ", '<wasmpy-runner>', 'exec'), _m.__dict__)\n" +
 		"sys.modules['_wasmpy_runner'] = _m\n" +
 		"_m.init(" + pyString(wasmpySource) + ")\n" +
-		"del _m, sys, types\n" + then
+		"_h = types.ModuleType('_wasmpy_hooks')\n" +
+		"exec(compile(" + pyString(hooksSource) + ", '<wasmpy>', 'exec'), _h.__dict__)\n" +
+		"sys.modules['_wasmpy_hooks'] = _h\n" +
+		"_h.install()\n" +
+		"del _m, _h, sys, types\n" + then
 }
 
 // RunMain is what each run of the wasmpy build executes, in the module the

@@ -389,6 +389,10 @@ def _error_report(kind, exc):
     typ = type(exc)
     name = _type_name(typ)
     try:
+        sys.modules["_wasmpy_hooks"].annotate(exc)  # a hint for a missing numpy
+    except BaseException:
+        pass
+    try:
         _strip_chain(exc)
     except BaseException:
         pass

@@ -5,13 +5,14 @@ read_file(...) without importing anything. Each one is a host call: the
 program waits while the host does the work, then gets a value back or an
 ordinary Python exception.
 """
+import binascii as _binascii
 import json as _json
 
 # _call(fn, args, data=None) -> value is injected by the runner before this
 # source runs: args a dict (JSON), data raw bytes attached to the call.
 
 BUILTIN_CAPABILITIES = ("read_file", "write_file", "list_files", "search_files",
-                        "ask_llm", "embed", "submit_result")
+                        "ask_llm", "embed", "submit_result", "http_request")
 
 # The exception classes the capabilities raise beyond Python's own; builtins
 # too, so that code can catch them without importing wasmpy.
@@ -45,6 +46,8 @@ _EXCEPTIONS = {
     # UnicodeDecodeError's constructor wants the bytes; its parent class carries the message.
     "UnicodeDecodeError": UnicodeError,
     "OSError": OSError,
+    "TimeoutError": TimeoutError,
+    "ConnectionError": ConnectionError,
     "HostError": HostError,
     "LLMError": LLMError,
     "BudgetExceeded": BudgetExceeded,
@@ -130,6 +133,105 @@ def submit_result(value):
     except (TypeError, ValueError) as e:
         raise ResultError("submit_result: value is not JSON-serializable: %s" % e) from None
     _call("submit_result", {"value": value})
+
+
+def http_request(method, url, headers=None, body=None, timeout=None):
+    """Makes one HTTP request through the host, to a host on the run's
+    allow-list; redirects are followed (each checked against the list).
+
+    headers is a dict or a list of (name, value) pairs; body str (sent as
+    UTF-8) or bytes; timeout in seconds, within the host's. Returns a dict:
+    status (int), reason, url (after redirects), headers (a list of
+    [name, value]) and body (bytes). A host off the list raises
+    PermissionError; no answer in time TimeoutError; a failed connection
+    ConnectionError; a spent budget BudgetExceeded. urllib.request and
+    requests use it: most code never calls it directly."""
+    args = {"method": _str("method", method).upper(), "url": _str("url", url)}
+    if headers:
+        items = headers.items() if hasattr(headers, "items") else headers
+        pairs = []
+        for item in items:
+            k, v = item
+            if isinstance(v, bytes):
+                v = v.decode("latin-1")
+            pairs.append([_str("header name", k), v if isinstance(v, str) else str(v)])
+        args["headers"] = pairs
+    if timeout is not None:
+        args["timeout"] = float(timeout)
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    elif isinstance(body, (bytearray, memoryview)):
+        body = bytes(body)
+    elif body is not None and not isinstance(body, bytes):
+        raise TypeError("body must be str or bytes, not %s" % type(body).__name__)
+    answer = _call("http_request", args, body)
+    answer["body"] = _binascii.a2b_base64(answer["body"]) if answer.get("body") else b""
+    return answer
+
+
+_http_request = http_request  # what urllib's and requests' hooks call
+
+_shown = 0
+
+
+def _image(obj):
+    """obj as (bytes, extension): image bytes, SVG text, or an object that
+    renders itself (the _repr_png_/_repr_svg_/_repr_jpeg_ protocol, a
+    pygal chart's render(), an svgwrite drawing's tostring())."""
+    for attr, ext in (("_repr_png_", "png"), ("_repr_jpeg_", "jpg"), ("_repr_svg_", "svg")):
+        fn = getattr(type(obj), attr, None)
+        if fn is not None:
+            try:
+                data = fn(obj)
+            except ImportError:  # pygal's PNG needs cairosvg: its SVG will do
+                continue
+            if data is not None:
+                return _image(data.encode("utf-8") if isinstance(data, str) else data)
+    for attr in ("render", "tostring"):
+        fn = getattr(obj, attr, None)
+        if callable(fn) and not isinstance(obj, (str, bytes, bytearray, memoryview)):
+            return _image(fn())
+    if isinstance(obj, str):
+        obj = obj.encode("utf-8")
+    if isinstance(obj, (bytearray, memoryview)):
+        obj = bytes(obj)
+    if not isinstance(obj, bytes):
+        raise TypeError("show() wants image bytes, SVG text or a chart, not %s" % type(obj).__name__)
+    if obj.startswith(b"\x89PNG\r\n\x1a\n"):
+        return obj, "png"
+    if obj.startswith(b"\xff\xd8\xff"):
+        return obj, "jpg"
+    if obj[:6] in (b"GIF87a", b"GIF89a"):
+        return obj, "gif"
+    if obj[:4] == b"RIFF" and obj[8:12] == b"WEBP":
+        return obj, "webp"
+    if b"<svg" in obj[:4096]:
+        return obj, "svg"
+    raise ValueError("show(): not a PNG, JPEG, GIF, WebP or SVG image")
+
+
+def show(image, name=None):
+    """Shows an image to whoever ran this code: writes it to the workspace
+    (as name, default figure-N.png/.svg/...), whence it comes back as an
+    image (MCP image content, the "images" of the HTTP and JSON results).
+
+    image is PNG/JPEG/GIF/WebP bytes, SVG text, or a chart that renders
+    itself (pygal's render(), svgwrite's tostring(), _repr_png_/_repr_svg_).
+    Returns the file's path."""
+    global _shown
+    data, ext = _image(image)
+    if name is None:
+        _shown += 1
+        name = "figure-%d.%s" % (_shown, ext)
+    _str("name", name)
+    import os
+    path = name if os.path.isabs(name) else os.path.join("/workspace", name)
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
 
 
 def _generic(name):
