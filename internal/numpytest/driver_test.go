@@ -19,7 +19,7 @@ import (
 // a test module's top skips only the tests that use it (the modules it
 // imports, and a guarded import, still find none), as capfd does (it
 // would break the capture of every later test); a listed file is left out
-// with its reason.
+// with its reason; the run is judged against a list of expected failures.
 func TestSuiteReportsPerFile(t *testing.T) {
 	tree := t.TempDir()
 	files := map[string]string{
@@ -132,6 +132,34 @@ def test_guarded():
 	later := outcomes["pkg/tests/test_later.py"]
 	require.Equal(t, counts{Passed: 1, Skipped: 1}, later.counts)
 	require.Equal(t, map[string]int{"its own guard": 1}, later.Skips)
+
+	// Judged against a list of known failures: a failure not listed fails
+	// the suite, as does a listed test that passed or was skipped; the
+	// tests of a file that did not finish, or was not run, are not judged.
+	expected, err := parseExpected(`
+# one is not two
+pkg/tests/test_mix.py::test_fail  # AssertionError
+pkg/tests/test_noimport.py  # no such module
+
+pkg/tests/test_mix.py::test_pass  # listed, but it passes
+pkg/tests/test_mix.py::test_skip  # listed, but it is skipped
+pkg/tests/test_exit.py::test_exit  # its file ends the run
+pkg/tests/test_left.py::test_left_out  # its file is not run
+`)
+	require.NoError(t, err)
+	unexpected, stale := judge(expected, outcomes)
+	require.Equal(t, [][3]string{{"ERROR", "pkg/tests/test_mix.py::test_setup_error", "setup: RuntimeError: the fixture broke"}}, unexpected)
+	require.Equal(t, []string{"pkg/tests/test_mix.py::test_pass", "pkg/tests/test_mix.py::test_skip"}, stale)
+	require.Equal(t, "1 failures and errors not in expected_failures.txt (fix them, or list them with a reason):\n"+
+		"  pkg/tests/test_mix.py::test_setup_error  # ERROR setup: RuntimeError: the fixture broke\n"+
+		"2 expected failures that did not fail (remove them from expected_failures.txt):\n"+
+		"  pkg/tests/test_mix.py::test_pass\n  pkg/tests/test_mix.py::test_skip\n", verdict(unexpected, stale))
+	expected["pkg/tests/test_mix.py::test_setup_error"] = "the fixture broke"
+	delete(expected, "pkg/tests/test_mix.py::test_pass")
+	delete(expected, "pkg/tests/test_mix.py::test_skip")
+	unexpected, stale = judge(expected, outcomes)
+	require.Empty(t, unexpected)
+	require.Empty(t, stale)
 
 	report := sum.String(left)
 	t.Log(report)

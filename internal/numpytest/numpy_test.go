@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -33,11 +34,18 @@ var notRun = map[string]string{
 	"numpy/_core/tests/test_simd_module.py": "numpy._core._simd (the test module of numpy's SIMD intrinsics) is not linked into the sci build",
 }
 
+// expectedFailures are the tests known to fail in the sandbox, each with why.
+//
+//go:embed expected_failures.txt
+var expectedFailures string
+
 // TestNumpySuite runs the test files WASMPY_NUMPY_TESTS selects (all, or a
 // comma-separated list of directories and files; a directory is its
 // test_*.py files), each in a run of its own, and prints each file's counts
 // and problems as it ends, then the totals per directory and the problems
-// grouped by reason.
+// grouped by reason. It fails on a failure or error that
+// expected_failures.txt does not list, and on a listed test of a file that
+// ran to its end without failing (so the list cannot rot).
 func TestNumpySuite(t *testing.T) {
 	sel := os.Getenv("WASMPY_NUMPY_TESTS")
 	if sel == "" {
@@ -49,18 +57,28 @@ func TestNumpySuite(t *testing.T) {
 	tree := sourceTree(t)
 	files, left, err := testFiles(tree, strings.Split(sel, ","), notRun)
 	require.NoError(t, err)
+	expected, err := parseExpected(expectedFailures)
+	require.NoError(t, err)
 	sb := pytestSandbox(t)
 
 	var sum tally
+	finished := map[string]outcome{}
 	for _, f := range files {
 		start := time.Now()
 		o, err := runFile(context.Background(), sb, tree, f)
 		sum.add(f, o, err)
+		if err == nil {
+			finished[f] = o
+		}
 		t.Log(fileReport(f, o, err, time.Since(start)))
 	}
 	fmt.Print(sum.String(left))
+	unexpected, stale := judge(expected, finished)
+	fmt.Print(verdict(unexpected, stale))
 	require.Greater(t, sum.total().Passed, 0)
 	require.Empty(t, sum.crashed, "test files ended without pytest's summary")
+	require.Empty(t, unexpected, "failures not in expected_failures.txt: fix them, or list them there with a reason")
+	require.Empty(t, stale, "expected failures that did not fail: remove them from expected_failures.txt")
 }
 
 // sourceTree unpacks the numpy tarball the sci build is made from (checked
