@@ -55,7 +55,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		os.Exit(1)
 	}
-	if len(rep.failures) > 0 {
+	if rep.verdict() != nil {
 		os.Exit(1)
 	}
 }

@@ -83,6 +83,26 @@ type report struct {
 	serverErrSample                                    []string
 }
 
+func newReport() *report {
+	return &report{byStatus: map[int]int{}, byClass: map[string]*classStats{}, outcomes: map[string]string{},
+		failKinds: map[string]int{}, storeOutcomes: map[string]int{}}
+}
+
+// verdict is the soak's result: nil when nothing went wrong, else an error
+// naming each kind of failure with its count, and the first failure.
+func (r *report) verdict() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.failures) == 0 {
+		return nil
+	}
+	var kinds []string
+	for _, k := range sortedKeys(r.failKinds) {
+		kinds = append(kinds, fmt.Sprintf("%s ×%d", k, r.failKinds[k]))
+	}
+	return fmt.Errorf("%s (first: %s)", strings.Join(kinds, ", "), r.failures[0])
+}
+
 // fail records a failure; only the first three of each kind are kept whole.
 func (r *report) fail(kind, format string, args ...any) {
 	r.mu.Lock()
@@ -96,8 +116,7 @@ func (r *report) fail(kind, format string, args ...any) {
 // soak runs the workers until the duration or the request count runs out,
 // then stops the server and checks its store.
 func soak(ctx context.Context, srv *server, o options) *report {
-	rep := &report{byStatus: map[int]int{}, byClass: map[string]*classStats{}, outcomes: map[string]string{},
-		failKinds: map[string]int{}, storeOutcomes: map[string]int{}}
+	rep := newReport()
 	rep.warmup = min(max(o.duration/4, 10*time.Second), 2*time.Minute)
 	c := &client{base: "http://" + srv.addr, token: srv.token, http: &http.Client{
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
