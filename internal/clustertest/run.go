@@ -112,15 +112,7 @@ func run(ctx context.Context, cfg config) (err error) {
 		f := summarise(name, n, elapsed, as)
 		fmt.Println("cluster-test:", f)
 		figs, all = append(figs, f), append(all, as...)
-		for _, a := range as {
-			if strings.Contains(a.err, `"code":"loading"`) {
-				return fmt.Errorf("%s: a replica took traffic before it was ready: %s", name, a.err)
-			}
-		}
-		if during == nil && len(f.Errors) > 0 {
-			return fmt.Errorf("%s: errors without any replica failing: %v", name, f.Errors)
-		}
-		return nil
+		return judgePhase(f, as, during != nil)
 	}
 
 	// One replica without the balancer (the yardstick), one behind it, then
@@ -192,6 +184,21 @@ func run(ctx context.Context, cfg config) (err error) {
 	if cfg.out != "" {
 		b, _ := json.MarshalIndent(figs, "", "  ")
 		return os.WriteFile(cfg.out, append(b, '\n'), 0o644)
+	}
+	return nil
+}
+
+// judgePhase fails a phase in which a replica took traffic before it was
+// ready, or, unless a replica was made to fail in it (failing), one whose
+// answers were not all 2xx: a 5xx, a 4xx, or none.
+func judgePhase(f figures, as []answer, failing bool) error {
+	for _, a := range as {
+		if strings.Contains(a.err, `"code":"loading"`) {
+			return fmt.Errorf("%s: a replica took traffic before it was ready: %s", f.Phase, a.err)
+		}
+	}
+	if !failing && len(f.Errors) > 0 {
+		return fmt.Errorf("%s: errors without any replica failing: %v", f.Phase, f.Errors)
 	}
 	return nil
 }
