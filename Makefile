@@ -9,7 +9,9 @@
 #            (sympy, networkx, dateutil...) that the package-set tests build into a set
 # make test-numpy  runs numpy's own test suite in the sandbox (sci interpreter,
 #            pytest from Debian packages), each test file a run of its own, and
-#            prints pass/fail counts; WASMPY_NUMPY_TESTS=DIR,FILE,... a part
+#            prints pass/fail counts; it fails on a failure not listed in
+#            internal/numpytest/expected_failures.txt, or a listed one that did
+#            not fail; WASMPY_NUMPY_TESTS=DIR,FILE,... a part
 # make test-cpython  runs CPython's regression tests in the sandbox beside a
 #            native run of the same source (make test runs a fast subset)
 # make fuzz  runs every fuzz target (or those matching FUZZ) for FUZZTIME each
