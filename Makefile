@@ -68,7 +68,7 @@ test: all packages setup
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-mcp-ts
 	$(MAKE) --no-print-directory soak
-	$(GO) run ./internal/clustertest -wasmpy bin/wasmpy
+	$(GO) run ./internal/testing/clustertest -wasmpy bin/wasmpy
 
 PYTHON ?= python3
 # (in a runtime dir of its own: the resident `wasmpy exec` starts is stopped after)
@@ -119,11 +119,11 @@ fuzz: all
 	if [ -n "$$failed" ]; then echo "fuzz: failures (inputs saved under testdata/fuzz):$$failed"; exit 1; fi
 
 cluster-test: all setup
-	$(GO) run ./internal/clustertest -wasmpy bin/wasmpy
+	$(GO) run ./internal/testing/clustertest -wasmpy bin/wasmpy
 
 DURATION ?= 30s
 soak: all
-	$(GO) run ./internal/soak -wasmpy bin/wasmpy -duration $(DURATION)
+	$(GO) run ./internal/testing/soak -wasmpy bin/wasmpy -duration $(DURATION)
 
 clean:
 	rm -rf bin

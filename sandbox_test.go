@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/internal/sandboxtest"
+	"github.com/wasmpy/wasmpy/internal/testing/sandboxtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/scripts")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/internal/llmtest"
+	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
 )
 
 // pyWithTests is a reply holding a function and its tests, as the prompt asks.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/wasmpy/wasmpy/internal/llmtest"
+	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
 )
 
 func TestLLMConfigFromEnv(t *testing.T) {

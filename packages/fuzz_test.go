@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/wasmpy/wasmpy/internal/wheeltest"
+	"github.com/wasmpy/wasmpy/internal/testing/wheeltest"
 	"github.com/wasmpy/wasmpy/packages"
 )
 

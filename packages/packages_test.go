@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/internal/wheeltest"
+	"github.com/wasmpy/wasmpy/internal/testing/wheeltest"
 	"github.com/wasmpy/wasmpy/packages"
 )
 

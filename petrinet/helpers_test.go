@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/internal/sandboxtest"
+	"github.com/wasmpy/wasmpy/internal/testing/sandboxtest"
 )
 
 // The tests run against the best installed interpreter (WASMPY_INTERPRETER

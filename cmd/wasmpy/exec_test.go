@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/internal/llmtest"
+	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
 )
 
 // wasmpyCLI runs the CLI in-process and returns its status and output.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/internal/llmtest"
+	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
 )
 
 // pyReply is a model's reply holding code in a fence.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/internal/wheeltest"
+	"github.com/wasmpy/wasmpy/internal/testing/wheeltest"
 )
 
 const testPackages = "../../testdata/packages"

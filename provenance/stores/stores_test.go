@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/internal/pgtest"
+	"github.com/wasmpy/wasmpy/internal/testing/pgtest"
 	"github.com/wasmpy/wasmpy/provenance/stores"
 )
 

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wasmpy/wasmpy/internal/pgtest"
+	"github.com/wasmpy/wasmpy/internal/testing/pgtest"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/postgres"
 )

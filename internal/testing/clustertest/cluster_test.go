@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/internal/pgtest"
+	"github.com/wasmpy/wasmpy/internal/testing/pgtest"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/postgres"
 	"github.com/wasmpy/wasmpy/provenance/storetest"

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/wasmpy/wasmpy/internal/llmtest"
+	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
 )
 
 func post(t *testing.T, url, body string) (int, map[string]any) {

@@ -7,7 +7,7 @@
 // finished record with the same outcome, nothing is left running, the
 // server logged no error, and its RSS stayed flat after warm-up.
 //
-//	go run ./internal/soak -wasmpy bin/wasmpy -duration 10m   (make soak DURATION=10m)
+//	go run ./internal/testing/soak -wasmpy bin/wasmpy -duration 10m   (make soak DURATION=10m)
 package main
 
 import (
