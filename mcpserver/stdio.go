@@ -20,7 +20,11 @@ const MaxMessageBytes = mcp.DefaultMaxLineLength
 // out (a subprocess's stdin and stdout). The SDK's own ends the session at
 // the first line that is not a JSON-RPC message; this one answers such a
 // line with a JSON-RPC error (parse error, invalid request, or a message too
-// large) and carries on, so a client's mistake never ends its session. At
+// large) and carries on, so a client's mistake never ends its session; so
+// is a batch the SDK would refuse by ending the session (any batch once the
+// negotiated protocol is 2025-06-18 or later, which dropped batching, or
+// before it is known; an empty one; one with a member that is no message, a
+// notification, or a request id already in use). At
 // EOF on in it answers every request it passed on first (all but those the
 // client cancelled): the SDK drops what is still running when its input
 // ends, and a client may well close stdin right after its last request.
@@ -47,7 +51,7 @@ func filterMessages(in io.Reader, good io.Writer, reply io.Writer, p *pending) e
 	for {
 		line, tooLong, err := readLine(r, MaxMessageBytes)
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
-			if msgs, problem, id := check(line, tooLong); problem != nil {
+			if msgs, problem, id := check(line, tooLong, p); problem != nil {
 				if werr := writeError(reply, id, problem); werr != nil {
 					return werr
 				}
@@ -85,10 +89,10 @@ func readLine(r *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	}
 }
 
-// check returns the messages of a line (one, or a batch's valid ones), or
-// the JSON-RPC error for a line that is no message, with the request id when
-// one can be read from it.
-func check(line []byte, tooLong bool) ([]jsonrpc.Message, *jsonrpc.Error, any) {
+// check returns the messages of a line (one, or a batch's), or the JSON-RPC
+// error for a line that is no message or a batch p refuses, with the
+// request id when one can be read from it.
+func check(line []byte, tooLong bool, p *pending) ([]jsonrpc.Message, *jsonrpc.Error, any) {
 	if tooLong {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("message larger than %d bytes", MaxMessageBytes)}, nil
 	}
@@ -96,7 +100,11 @@ func check(line []byte, tooLong bool) ([]jsonrpc.Message, *jsonrpc.Error, any) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "parse error: the line is not JSON"}, nil
 	}
 	if t := bytes.TrimSpace(line); t[0] == '[' {
-		return decodeBatch(t), nil, nil // the SDK answers it, or refuses it, itself
+		msgs, problem := p.batch(t)
+		if problem != "" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request: " + problem}, nil
+		}
+		return msgs, nil, nil
 	}
 	msg, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
@@ -141,16 +149,71 @@ func writeError(w io.Writer, id any, e *jsonrpc.Error) error {
 	return err
 }
 
+// batchesUntil is the first MCP protocol version without JSON-RPC batches.
+const batchesUntil = "2025-06-18"
+
 // pending is the client's requests passed on to the SDK and not yet
-// answered or cancelled.
+// answered or cancelled, and what the filter must know to pass on only the
+// batches the SDK accepts.
 type pending struct {
 	mu      sync.Mutex
 	ids     map[jsonrpc.ID]bool
 	changed chan struct{} // signalled when ids shrinks
+	// inBatch is the ids of requests passed on in a batch and not yet
+	// answered (cancelled or not: the SDK tracks them until it answers).
+	inBatch map[jsonrpc.ID]bool
+	// initID is the id of the initialize request passed on, version the
+	// protocol version its answer negotiated ("" until then).
+	initID  *jsonrpc.ID
+	version string
 }
 
 func newPending() *pending {
-	return &pending{ids: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1)}
+	return &pending{ids: map[jsonrpc.ID]bool{}, inBatch: map[jsonrpc.ID]bool{}, changed: make(chan struct{}, 1)}
+}
+
+// batch returns the messages of a JSON array of them if the SDK will take
+// it as a batch, else why not. The SDK ends the session at a batch it
+// refuses, so the filter refuses it first.
+func (p *pending) batch(b []byte) ([]jsonrpc.Message, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.version == "":
+		return nil, "a JSON-RPC batch before initialize has negotiated a protocol version that allows them"
+	case p.version >= batchesUntil:
+		return nil, fmt.Sprintf("JSON-RPC batches are not supported in protocol version %s (only before %s)", p.version, batchesUntil)
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return nil, "a batch must be an array of JSON-RPC messages"
+	}
+	if len(raws) == 0 {
+		return nil, "an empty batch"
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	seen := map[jsonrpc.ID]bool{}
+	for i, raw := range raws {
+		m, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, fmt.Sprintf("batch member %d: %v", i+1, err)
+		}
+		if req, ok := m.(*jsonrpc.Request); ok {
+			if !req.IsCall() {
+				// The SDK would wait for its answer, and so never answer the batch.
+				return nil, fmt.Sprintf("batch member %d: a notification in a batch (send it on a line of its own)", i+1)
+			}
+			if seen[req.ID] || p.inBatch[req.ID] {
+				return nil, fmt.Sprintf("batch member %d: request id %v is already in use", i+1, req.ID.Raw())
+			}
+			seen[req.ID] = true
+		}
+		msgs = append(msgs, m)
+	}
+	for id := range seen {
+		p.inBatch[id] = true
+	}
+	return msgs, ""
 }
 
 // asked notes the requests among msgs, and forgets those a
@@ -164,6 +227,10 @@ func (p *pending) asked(msgs []jsonrpc.Message) {
 		case !ok:
 		case req.IsCall():
 			p.ids[req.ID] = true
+			if req.Method == "initialize" && p.version == "" {
+				id := req.ID
+				p.initID = &id
+			}
 		case req.Method == "notifications/cancelled":
 			var params struct {
 				RequestID any `json:"requestId"`
@@ -191,6 +258,16 @@ func (p *pending) answered(b []byte) {
 	for _, m := range msgs {
 		if resp, ok := m.(*jsonrpc.Response); ok {
 			p.forget(resp.ID)
+			delete(p.inBatch, resp.ID)
+			if p.initID != nil && *p.initID == resp.ID {
+				p.initID = nil
+				var res struct {
+					ProtocolVersion string `json:"protocolVersion"`
+				}
+				if resp.Error == nil && json.Unmarshal(resp.Result, &res) == nil {
+					p.version = res.ProtocolVersion
+				}
+			}
 		}
 	}
 }

@@ -3,12 +3,18 @@ package mcpserver
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
 )
 
 // FuzzFilterMessages: whatever a client sends, the filter passes on only
@@ -93,6 +99,12 @@ func TestFilterMessagesTooLong(t *testing.T) {
 // and invalid lines are not.
 func TestPending(t *testing.T) {
 	p := newPending()
+	var good, reply bytes.Buffer
+	// A protocol version that has batches.
+	if err := filterMessages(strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize"}`), &good, &reply, p); err != nil {
+		t.Fatal(err)
+	}
+	p.answered([]byte(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26"}}`))
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,
 		`{"jsonrpc":"2.0","id":"a","method":"tools/call"}`,
@@ -102,7 +114,6 @@ func TestPending(t *testing.T) {
 		`{"id":5,"method":"tools/call"}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}`,
 	}, "\n")
-	var good, reply bytes.Buffer
 	if err := filterMessages(strings.NewReader(in), &good, &reply, p); err != nil {
 		t.Fatal(err)
 	}
@@ -130,4 +141,87 @@ func TestPending(t *testing.T) {
 	p.answered([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 	want()
 	p.drain(nil) // returns: nothing pending
+}
+
+// TestStdioBatch drives the SDK's server over the stdio transport with raw
+// lines: a batch the SDK would refuse by ending the session (any batch on
+// 2025-06-18 and later, an empty one, one with a bad member or a reused
+// id) gets one JSON-RPC error and the session answers what follows; on
+// 2025-03-26 a valid batch gets its batch of answers.
+func TestStdioBatch(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		batches []string // each refused with -32600
+		ok      string   // a valid batch, answered as one (version allows it)
+	}{
+		{version: "2025-06-18", batches: []string{
+			`[{"jsonrpc":"2.0","id":10,"method":"ping"}]`,
+			`[{"jsonrpc":"2.0","id":11,"method":"ping"},{"jsonrpc":"2.0","id":12,"method":"tools/list"}]`,
+			`[]`,
+		}},
+		{version: "2025-03-26", batches: []string{
+			`[]`,
+			`[1,2]`,
+			`[{"jsonrpc":"2.0","id":10,"method":"ping"},{"id":11}]`,
+			`[{"jsonrpc":"2.0","id":10,"method":"ping"},{"jsonrpc":"2.0","id":10,"method":"ping"}]`,
+			`[{"jsonrpc":"2.0","id":10,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}]`,
+		}, ok: `[{"jsonrpc":"2.0","id":20,"method":"ping"},{"jsonrpc":"2.0","id":21,"method":"tools/list"}]`},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+			mcp.AddTool(srv, &mcp.Tool{Name: "noop"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+			done := make(chan error, 1)
+			go func() { done <- srv.Run(ctx, NewStdioTransport(inR, outW)); outW.Close() }()
+			lines := bufio.NewScanner(outR)
+			send := func(s string) {
+				t.Helper()
+				if _, err := io.WriteString(inW, s+"\n"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			next := func() string {
+				t.Helper()
+				if !lines.Scan() {
+					t.Fatalf("no answer; the session ended: %v", <-done)
+				}
+				return lines.Text()
+			}
+			send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + tc.version + `","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+			require.Contains(t, next(), `"protocolVersion":"`+tc.version+`"`)
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			for i, b := range tc.batches {
+				send(b)
+				var m struct {
+					ID    any
+					Error struct{ Code int64 }
+				}
+				line := next()
+				require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+				require.Equal(t, int64(-32600), m.Error.Code, "%s: %s", b, line)
+				require.Nil(t, m.ID, line)
+				send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"after%d","method":"ping"}`, i))
+				require.JSONEq(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":"after%d","result":{}}`, i), next())
+			}
+			if tc.ok != "" {
+				send(tc.ok)
+				var answers []map[string]any
+				line := next()
+				require.NoError(t, json.Unmarshal([]byte(line), &answers), line)
+				require.Len(t, answers, 2, line)
+				require.Equal(t, 20.0, answers[0]["id"])
+				require.Equal(t, 21.0, answers[1]["id"])
+				// The batch's ids are answered: a new batch may reuse them.
+				send(`[{"jsonrpc":"2.0","id":20,"method":"ping"}]`)
+				require.JSONEq(t, `[{"jsonrpc":"2.0","id":20,"result":{}}]`, next())
+			}
+			inW.Close()
+			require.NoError(t, <-done)
+		})
+	}
 }

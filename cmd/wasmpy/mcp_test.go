@@ -80,7 +80,8 @@ func TestMCPStdio(t *testing.T) {
 }
 
 // TestMCPStdioMalformed writes raw lines to `wasmpy mcp`: each malformed one
-// gets a JSON-RPC error, and the session answers what follows.
+// (a batch included) gets a JSON-RPC error, and the session answers what
+// follows.
 func TestMCPStdioMalformed(t *testing.T) {
 	requireCapabilities(t)
 	cmd := exec.Command(wasmpyBinary(t), "mcp", "--skills", testSkills, "--db", filepath.Join(t.TempDir(), "p.db"))
@@ -119,6 +120,9 @@ func TestMCPStdioMalformed(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"run_python","arguments":{"code":{}}}}`, 5.0, -32602},
 		{`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":"run_python"}`, 6.0, -32602},
 		{"\x00\xff\xfe", nil, -32700},
+		// Protocol 2025-06-18 has no batches: the SDK used to end the session (exit 125).
+		{`[{"jsonrpc":"2.0","id":8,"method":"tools/list"}]`, nil, -32600},
+		{`[]`, nil, -32600},
 	} {
 		send(tc.line)
 		m := next()
