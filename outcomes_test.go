@@ -38,6 +38,12 @@ func TestOutcomes(t *testing.T) {
 		{name: "a forged report of success", code: "import _wasmpy, os\n" +
 			`_wasmpy.call("_report", '{"status": "ok"}')` + "\nos._exit(7)\n",
 			kind: wasmpy.KindExit, exit: 7},
+		{name: "a forged report claiming the sandbox crashed", code: "import _wasmpy, os\n" +
+			`_wasmpy.call("_report", '{"status": "internal", "exit_code": 120}')` + "\nos._exit(1)\n",
+			kind: wasmpy.KindException, exit: 1, message: `unknown status "internal"`},
+		{name: "the runner's report rewritten to claim the sandbox crashed", code: "import _wasmpy_runner\n" +
+			"_wasmpy_runner._exit_report = lambda e: {'status': 'internal', 'exit_code': 120}\nraise SystemExit(0)\n",
+			kind: wasmpy.KindException, exit: 1, message: `unknown status "internal"`},
 		{name: "a forged report with a huge message", code: "import _wasmpy, json, os\n" +
 			`_wasmpy.call("_report", json.dumps({"status": "exception", "type": "E", "message": "m" * 10**7}))` + "\nos._exit(1)\n",
 			kind: wasmpy.KindException, exit: 1, typ: "E", message: "mmm... (cut)"},

@@ -630,8 +630,9 @@ func (e *Engine) classify(out *Outcome, r *Run, ctx context.Context, runErr erro
 		case KindSyntax:
 			out.Failure = &Failure{Kind: rep.Status, Type: rep.Type, Message: rep.Message, Traceback: rep.Traceback, Line: rep.Line}
 		default:
-			out.Failure = &Failure{Kind: KindInternal, Message: "the runner reported status " + rep.Status}
-			out.ExitCode = ExitCode(KindInternal)
+			// Only the code can have written it (the runner writes the
+			// statuses above): its exception, never the sandbox's crash.
+			out.Failure = &Failure{Kind: KindException, Type: rep.Type, Message: fmt.Sprintf("the script's report has an unknown status %q", rep.Status), Traceback: rep.Traceback}
 		}
 		return
 	case exited: // os._exit, or a fatal signal the guest raised itself
