@@ -167,15 +167,17 @@ func execAction(c *cli.Context) error {
 }
 
 // endExec ends a run, in this process or the resident's: the status a
-// signal imposed, the files for --out (file gives their contents), the report.
+// signal imposed, the files for --out (file gives their contents), the
+// report. A failure to write the files is the exit status, after the report.
 func endExec(c *cli.Context, res *wasmpy.Result, stop int, file func(string) ([]byte, bool), atLineStart bool) error {
 	if stop != 0 {
 		res.ExitCode = stop
 	}
-	if err := writeOut(c, res.Files, file); err != nil {
+	outErr := writeOut(c, res.Files, file)
+	if err := report(c, res, atLineStart); outErr == nil {
 		return err
 	}
-	return report(c, res, atLineStart)
+	return outErr // after the report: --json prints its one object still
 }
 
 // execJob reads the code (or module), the script's arguments and its

@@ -312,8 +312,17 @@ func TestExecOutKeepsToItsDirectory(t *testing.T) {
 
 	code, _, errOut = wasmpyCLI(t, "", "exec", "--out", out, "-c", `write_file("evdir/new.txt", "x")`)
 	require.Equal(t, 125, code)
-	require.Contains(t, errOut, "--out")
-	require.NotContains(t, errOut, "goroutine")
+	require.Equal(t, "wasmpy: --out "+out+": evdir/new.txt: refused: a symlink on the way leads out of "+out+"\n", errOut)
+
+	// --json still prints its one object (the run's), and the same one line.
+	code, stdout, errOut := wasmpyCLI(t, "", "exec", "--json", "--out", out, "-c", `write_file("evdir/new.txt", "x"); submit_result(1)`)
+	require.Equal(t, 125, code)
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var res map[string]any
+	require.NoError(t, dec.Decode(&res), "stdout: %q", stdout)
+	require.False(t, dec.More(), "exactly one JSON object on stdout")
+	require.Equal(t, 1.0, res["output"])
+	require.Equal(t, "wasmpy: --out "+out+": evdir/new.txt: refused: a symlink on the way leads out of "+out+"\n", errOut)
 
 	got, err = os.ReadFile(victim)
 	require.NoError(t, err)

@@ -117,21 +117,30 @@ func commaList(list string) []string {
 // writeOut writes the files a run wrote into the --out directory, through
 // an os.Root: nothing already in the directory leads a write outside it. A
 // symlink where a file goes is replaced by the file; one on the way to it
-// that leaves the directory is refused.
+// that leaves the directory is refused. Its error is one line that names
+// the file (callers print their report first: --json's object is always
+// there).
 func writeOut(c *cli.Context, files []workspace.FileChange, file func(string) ([]byte, bool)) error {
 	dir := c.String("out")
 	if dir == "" {
 		return nil
 	}
-	fail := func(err error) error {
-		return &exitError{code: exitWasmpy, msg: fmt.Sprintf("--out %s: %v", dir, err)}
+	fail := func(name string, err error) error {
+		msg := unwrap(err).Error()
+		if strings.Contains(msg, "path escapes from parent") { // os.Root's refusal, not exported
+			msg = "refused: a symlink on the way leads out of " + dir
+		}
+		if name != "" {
+			msg = name + ": " + msg
+		}
+		return &exitError{code: exitWasmpy, msg: fmt.Sprintf("--out %s: %s", dir, msg)}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fail(unwrap(err))
+		return fail("", err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return fail(unwrap(err))
+		return fail("", err)
 	}
 	defer root.Close()
 	for _, f := range files {
@@ -142,16 +151,16 @@ func writeOut(c *cli.Context, files []workspace.FileChange, file func(string) ([
 		name := filepath.FromSlash(f.Path)
 		if parent := filepath.Dir(name); parent != "." {
 			if err := root.MkdirAll(parent, 0o755); err != nil {
-				return fail(err)
+				return fail(f.Path, err)
 			}
 		}
 		if fi, err := root.Lstat(name); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			if err := root.Remove(name); err != nil {
-				return fail(err)
+				return fail(f.Path, err)
 			}
 		}
 		if err := root.WriteFile(name, data, 0o644); err != nil {
-			return fail(err)
+			return fail(f.Path, err)
 		}
 	}
 	return nil

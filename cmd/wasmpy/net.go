@@ -181,9 +181,7 @@ func netRunAction(c *cli.Context) error {
 	if run == nil && err != nil {
 		return netErr(c, path, err)
 	}
-	if err := writeOut(c, res.Files, res.File); err != nil {
-		return err
-	}
+	outErr := writeOut(c, res.Files, res.File) // reported after the result
 	if c.Bool("json") {
 		out := struct {
 			*wasmpy.Result
@@ -204,6 +202,9 @@ func netRunAction(c *cli.Context) error {
 	}
 	if err != nil {
 		return netErr(c, path, err)
+	}
+	if outErr != nil {
+		return outErr
 	}
 	if res.ExitCode != 0 {
 		return exitStatus(res.ExitCode)
