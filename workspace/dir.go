@@ -65,7 +65,7 @@ func (d *Dir) Open(name string) (fs.File, error) {
 	if hiddenName(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
-	f, err := d.root.Open(name)
+	f, err := openRead(d.root, name) // the type is checked on the open file
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: dirErrno(err)}
 	}

@@ -4,6 +4,7 @@ package workspace
 
 import (
 	"io/fs"
+	"os"
 	"syscall"
 )
 
@@ -24,4 +25,11 @@ func fileID(fi fs.FileInfo) (dev, ino uint64, ok bool) {
 		return uint64(st.Dev), uint64(st.Ino), true
 	}
 	return 0, 0, false
+}
+
+// openRead opens name in root to read without blocking on what is no
+// regular file: a FIFO opened plainly blocks until a writer comes, past
+// any deadline. The caller checks the type on the open file.
+func openRead(root *os.Root, name string) (*os.File, error) {
+	return root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }

@@ -211,7 +211,7 @@ func (t *tree) list(p string) ([]dirent, error) {
 }
 
 func (t *tree) listStable(p string, found map[string]dirent) error {
-	f, err := t.root.Open(p)
+	f, err := openRead(t.root, p)
 	if err != nil {
 		return stableErrno(err)
 	}
@@ -358,7 +358,7 @@ func (t *tree) openStable(p string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := t.root.Open(p)
+	f, err := openRead(t.root, p)
 	if err != nil {
 		return nil, nil, stableErrno(err)
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +34,9 @@ func scriptProgram(job *wasmpy.Job, path string, isolate bool) (string, error) {
 		}
 		job.App = app
 		f, err := app.Open("__main__.py")
+		if errors.Is(err, fs.ErrPermission) {
+			return "", usageErr("%s: __main__.py is not a plain file (a pipe, a device, a link out or a hard link): refused", path)
+		}
 		if err != nil {
 			return "", usageErr("can't find '__main__' module in %q", path)
 		}

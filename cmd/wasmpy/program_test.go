@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -86,6 +87,25 @@ func TestExecPrograms(t *testing.T) {
 	code, _, errOut = wasmpyCLI(t, "", "exec", filepath.Join(dir, "empty"))
 	require.Equal(t, 2, code)
 	require.Equal(t, "wasmpy: can't find '__main__' module in \""+filepath.Join(dir, "empty")+"\"\n", errOut)
+
+	// A FIFO as DIR's __main__.py is refused, never opened to wait for a writer.
+	fifoMain := filepath.Join(dir, "fifoapp", "__main__.py")
+	require.NoError(t, os.MkdirAll(filepath.Dir(fifoMain), 0o755))
+	require.NoError(t, syscall.Mkfifo(fifoMain, 0o600))
+	done := make(chan struct{})
+	go func() { // should exec hang, free it, so the test fails rather than hangs
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			if fd, err := syscall.Open(fifoMain, syscall.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				syscall.Close(fd)
+			}
+		}
+	}()
+	code, _, errOut = wasmpyCLI(t, "", "exec", "--timeout", "5s", filepath.Dir(fifoMain))
+	close(done)
+	require.Equal(t, 2, code)
+	require.Equal(t, "wasmpy: "+filepath.Dir(fifoMain)+": __main__.py is not a plain file (a pipe, a device, a link out or a hard link): refused\n", errOut)
 
 	bad := filepath.Join(dir, "bad.pyz")
 	require.NoError(t, os.WriteFile(bad, []byte("PK\x03\x04 not really"), 0o644))
