@@ -1,0 +1,5 @@
+//go:build !unix
+
+package hostfile
+
+const oNonblock = 0
