@@ -68,6 +68,9 @@ var (
 	// ErrForeignSession is returned for a session state made by a sandbox
 	// with another interpreter, standard library, package sets or preload.
 	ErrForeignSession = errors.New("wasmpy: the session was made with another interpreter, standard library, package sets or preload")
+	// ErrSessionSeal is returned for a saved session or delta not sealed
+	// under the sandbox's Config.SessionKey.
+	ErrSessionSeal = errors.New("wasmpy: saved session refused")
 )
 
 // Session is Python state that lasts across runs. Every turn runs in a

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"regexp"
 
@@ -21,7 +23,8 @@ import (
 //	the header's length (uint32, little-endian) and the header (JSON)
 //	the body, deflated: the memory state (engine.State's encoding) and the
 //	  overlay (JSON), each after its length (uint64)
-//	the SHA-256 of everything before it
+//	the seal of everything before it: its HMAC-SHA256 under the sandbox's
+//	  Config.SessionKey, or with no key its SHA-256
 //
 // The header names what the session was made with, so that a sandbox with
 // another interpreter, standard library, package sets or preload refuses
@@ -72,7 +75,7 @@ func (s *Session) Save(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return writeSaved(w, sessionMagic, s.header(), mem, ov)
+	return writeSaved(w, s.sb.cfg.SessionKey, sessionMagic, s.header(), mem, ov)
 }
 
 // SaveDelta writes what moves the session from the state whose hash is
@@ -110,7 +113,7 @@ func (s *Session) SaveDelta(w io.Writer, since string) error {
 			return err
 		}
 	}
-	return writeSaved(w, deltaMagic, hdr, mem, ov)
+	return writeSaved(w, s.sb.cfg.SessionKey, deltaMagic, hdr, mem, ov)
 }
 
 // header is the session's saved header as it is now; s.mu is held.
@@ -121,13 +124,13 @@ func (s *Session) header() savedHeader {
 }
 
 // writeSaved writes the envelope: magic, version, header, the parts
-// deflated, and the SHA-256 of it all.
-func writeSaved(w io.Writer, magic []byte, hdr savedHeader, parts ...[]byte) error {
+// deflated, and the seal of it all under key.
+func writeSaved(w io.Writer, key []byte, magic []byte, hdr savedHeader, parts ...[]byte) error {
 	hj, err := json.Marshal(hdr)
 	if err != nil {
 		return err
 	}
-	h := sha256.New()
+	h := sealer(key)
 	out := io.MultiWriter(w, h)
 	head := append(append(bytes.Clone(magic), sessionVersion), binary.LittleEndian.AppendUint32(nil, uint32(len(hj)))...)
 	if _, err := out.Write(append(head, hj...)); err != nil {
@@ -249,12 +252,48 @@ func errSaved(format string, args ...any) error {
 
 // readSaved reads a saved session or delta of at most max bytes of state.
 func readSaved(r io.Reader, max int64) ([]byte, error) {
-	// The saved form is compressed: at worst a little larger than the state.
-	raw, err := io.ReadAll(io.LimitReader(r, max+max/16+1<<20))
+	raw, err := io.ReadAll(io.LimitReader(r, maxSaved(max)))
 	if err != nil {
 		return nil, fmt.Errorf("wasmpy: reading the saved session: %w", err)
 	}
 	return raw, nil
+}
+
+// maxSaved is the most bytes a saved session or delta of max bytes of
+// state takes: the saved form is compressed, at worst a little larger.
+func maxSaved(max int64) int64 { return max + max/16 + 1<<20 }
+
+// MaxSavedBytes is the size past which RestoreSession and ApplyDelta
+// refuse a saved session or delta under these limits: what a state of
+// MaxStateBytes takes at worst, compressed.
+func (l SessionLimits) MaxSavedBytes() int64 {
+	return maxSaved(l.Or(DefaultSessionLimits()).MaxStateBytes)
+}
+
+// sealer is the hash that seals a saved session: HMAC-SHA256 under key,
+// or with no key SHA-256, which catches damage but not a forger.
+func sealer(key []byte) hash.Hash {
+	if len(key) == 0 {
+		return sha256.New()
+	}
+	return hmac.New(sha256.New, key)
+}
+
+// checkSeal checks the seal at the end of raw under the sandbox's key.
+func (s *Sandbox) checkSeal(raw []byte) error {
+	body, seal := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
+	h := sealer(s.cfg.SessionKey)
+	h.Write(body)
+	if hmac.Equal(h.Sum(nil), seal) {
+		return nil
+	}
+	if len(s.cfg.SessionKey) == 0 {
+		return errSaved("corrupt or truncated (checksum mismatch)")
+	}
+	if sum := sha256.Sum256(body); hmac.Equal(sum[:], seal) {
+		return fmt.Errorf("%w: it carries a plain checksum, not a seal under this sandbox's session key (saved without one, or altered and re-checksummed)", ErrSessionSeal)
+	}
+	return fmt.Errorf("%w: sealed under another session key (another user's?), or corrupt or altered", ErrSessionSeal)
 }
 
 // checkSaved checks the envelope (of magic: a saved session or a delta)
@@ -273,15 +312,14 @@ func (s *Sandbox) checkSaved(raw []byte, max int64, magic []byte) (*savedHeader,
 	if v := raw[n]; v != sessionVersion {
 		return nil, nil, errSaved("version %d, this wasmpy reads version %d", v, sessionVersion)
 	}
-	if int64(len(raw)) > max+max/16+1<<20 {
+	if int64(len(raw)) > maxSaved(max) {
 		return nil, nil, errSaved("larger than the limit of %d bytes of state", max)
 	}
 	if len(raw) < n+1+4+sha256.Size {
 		return nil, nil, errSaved("truncated")
 	}
-	sum := sha256.Sum256(raw[:len(raw)-sha256.Size])
-	if !bytes.Equal(sum[:], raw[len(raw)-sha256.Size:]) {
-		return nil, nil, errSaved("corrupt or truncated (checksum mismatch)")
+	if err := s.checkSeal(raw); err != nil {
+		return nil, nil, err
 	}
 	raw = raw[n+1 : len(raw)-sha256.Size]
 	hl := binary.LittleEndian.Uint32(raw)

@@ -3,6 +3,7 @@ package wasmpy_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -417,6 +418,66 @@ func TestSessionRestoreRefuses(t *testing.T) {
 	}
 	_, err := sb.RestoreSession(context.Background(), bytes.NewReader(reseal(func(map[string]any) {})))
 	require.NoError(t, err, "the forger's envelope itself is sound")
+}
+
+// With a session key, a saved session is sealed with HMAC-SHA256: one
+// altered and re-checksummed (a plain SHA-256, all a forger without the key
+// can compute), or sealed under another key, is refused; the key's holder
+// restores it.
+func TestSessionKey(t *testing.T) {
+	ctx := context.Background()
+	sandbox := func(key string) *wasmpy.Sandbox {
+		sb, err := wasmpy.New(ctx, wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), SessionKey: []byte(key)})
+		require.NoError(t, err)
+		t.Cleanup(func() { sb.Close(ctx) })
+		return sb
+	}
+	const aliceKey = "alice's key, 32 bytes long......"
+	alice, alice2, bob, none := sandbox(aliceKey), sandbox(aliceKey), sandbox("bob's key, 32 bytes long........"), sandbox("")
+	sess := newSession(t, alice)
+	turn(t, sess, "x = 41")
+	var buf bytes.Buffer
+	require.NoError(t, sess.Save(&buf))
+	good := bytes.Clone(buf.Bytes())
+
+	restored, err := alice2.RestoreSession(ctx, bytes.NewReader(good)) // another process of alice's, say
+	require.NoError(t, err)
+	res := turn(t, restored, "print(x + 1)")
+	require.Equal(t, "42\n", res.Stdout)
+	require.NoError(t, restored.Close())
+
+	// The forger's edit: a byte of the body changed, the checksum recomputed.
+	forged := bytes.Clone(good[:len(good)-sha256.Size])
+	forged[len(forged)-10] ^= 1
+	sum := sha256.Sum256(forged)
+	forged = append(forged, sum[:]...)
+	_, err = alice.RestoreSession(ctx, bytes.NewReader(forged))
+	require.ErrorIs(t, err, wasmpy.ErrSessionSeal)
+	require.ErrorContains(t, err, "a plain checksum, not a seal under this sandbox's session key")
+
+	_, err = bob.RestoreSession(ctx, bytes.NewReader(good))
+	require.ErrorIs(t, err, wasmpy.ErrSessionSeal)
+	require.ErrorContains(t, err, "sealed under another session key")
+	_, err = none.RestoreSession(ctx, bytes.NewReader(good))
+	require.ErrorContains(t, err, "checksum mismatch", "without a key, a sealed file is no checksummed one")
+
+	// A delta is sealed alike.
+	res = turn(t, sess, "x += 1")
+	buf.Reset()
+	require.NoError(t, sess.SaveDelta(&buf, res.Session.StateBefore))
+	other, err := bob.RestoreSession(ctx, bytes.NewReader(reseal(t, good, "bob's key, 32 bytes long........")))
+	require.NoError(t, err, "resealed under bob's key")
+	defer other.Close()
+	require.ErrorIs(t, other.ApplyDelta(bytes.NewReader(buf.Bytes())), wasmpy.ErrSessionSeal)
+}
+
+// reseal seals a saved session's contents under key, as its holder would.
+func reseal(t *testing.T, saved []byte, key string) []byte {
+	t.Helper()
+	body := bytes.Clone(saved[:len(saved)-sha256.Size])
+	h := hmac.New(sha256.New, []byte(key))
+	h.Write(body)
+	return h.Sum(body)
 }
 
 func TestSessionLimits(t *testing.T) {

@@ -179,6 +179,14 @@ type Config struct {
 	Preload []string
 	// Sessions bound the sandbox's sessions (see NewSession).
 	Sessions SessionLimits
+	// SessionKey seals saved sessions and deltas (Session.Save, SaveDelta)
+	// with HMAC-SHA256 under this key, and RestoreSession and ApplyDelta
+	// refuse one not sealed under it (ErrSessionSeal): so whoever can write
+	// a saved session but does not hold the key cannot craft the guest
+	// memory it restores. Nil seals with a plain SHA-256, which catches
+	// damage only: for a store no one else writes. The CLI keeps a key per
+	// user (see README, "Sessions").
+	SessionKey []byte
 }
 
 // Sandbox runs jobs. Create one with New and reuse it; Close it when done.
