@@ -75,22 +75,35 @@ func open(path string, max int64, stream bool) (*File, error) {
 	if err != nil {
 		return nil, &Error{Path: path, Reason: reason(err), Err: err}
 	}
-	fi, err := f.Stat()
+	hf, err := check(f, path, max, stream)
 	if err != nil {
 		f.Close()
+		return nil, err
+	}
+	return hf, nil
+}
+
+// Check checks f, open already (with O_NONBLOCK, if a FIFO is possible),
+// as Open checks the file it opens: for a caller that must hold the
+// descriptor itself (to lock it, say). Closing the File closes f.
+func Check(f *os.File, path string, max int64) (*File, error) {
+	return check(f, path, max, false)
+}
+
+func check(f *os.File, path string, max int64, stream bool) (*File, error) {
+	fi, err := f.Stat()
+	if err != nil {
 		return nil, &Error{Path: path, Reason: reason(err), Err: err}
 	}
 	mode := fi.Mode()
 	switch {
 	case mode.IsRegular():
 		if fi.Size() > max {
-			f.Close()
 			return nil, &Error{Path: path, Err: ErrTooLarge,
 				Reason: fmt.Sprintf("%s, more than the limit of %s", Size(fi.Size()), Size(max))}
 		}
 	case stream && mode&(fs.ModeNamedPipe|fs.ModeCharDevice|fs.ModeDevice) != 0:
 	default:
-		f.Close()
 		return nil, &Error{Path: path, Err: ErrNotRegular, Reason: "not a regular file (" + kind(mode) + ")"}
 	}
 	return &File{f: f, path: path, size: fi.Size(), left: max + 1, max: max}, nil
