@@ -102,6 +102,14 @@ func execAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.IsSet("session") {
+		if c.String("session") == "" {
+			return usageErr("--session: give a FILE")
+		}
+		if cfg.SessionKey, err = sessionKey(); err != nil {
+			return err
+		}
+	}
 	sigs, stopSignals := notifySignals()
 	defer stopSignals()
 	if handed, err := handOff(c, cfg, job, appPath, sigs); handed {
@@ -120,13 +128,17 @@ func execAction(c *cli.Context) error {
 	defer sb.Close(c.Context)
 	runJob := sb.Run
 	var sess *wasmpy.Session
-	if path := c.String("session"); c.IsSet("session") {
-		if path == "" {
-			return usageErr("--session: give a FILE")
-		}
-		if sess, err = openSession(c, sb, path); err != nil {
+	var sf *sessionFile
+	if c.IsSet("session") {
+		// A turn on the file waits for the one holding it, at most this run's timeout.
+		wait := job.Limits.Or(cfg.Limits).Or(wasmpy.DefaultLimits()).Timeout
+		if sf, sess, stop, err = openSession(c, sb, c.String("session"), wait, sigs); err != nil {
 			return err
 		}
+		if stop != 0 {
+			return report(c, notRun(stop, "interrupted while waiting for the session file"), true)
+		}
+		defer sf.close()
 		runJob = sess.Run
 	}
 	var out *streams
@@ -159,7 +171,7 @@ func execAction(c *cli.Context) error {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
 	}
 	if sess != nil {
-		if err := saveSession(sess, c.String("session")); err != nil {
+		if err := sf.save(sess); err != nil {
 			return err
 		}
 	}

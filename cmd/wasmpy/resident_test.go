@@ -21,13 +21,15 @@ import (
 	"github.com/wasmpy/wasmpy/internal/resident"
 )
 
-// TestMain gives every test that runs the binary a runtime dir of its own,
+// TestMain gives every test that runs the binary a runtime and a config dir of its own,
 // so that the residents they start (exec starts one) never reach the
 // user's, and stops them at the end.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "wr")
 	if err == nil {
 		os.Setenv("XDG_RUNTIME_DIR", dir)
+		// The session key (exec --session) of the tests' own user.
+		os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	}
 	code := m.Run()
 	if err == nil {
