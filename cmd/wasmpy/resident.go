@@ -328,6 +328,10 @@ func (s *server) handle(conn *resident.Conn) {
 	var req request
 	files, err := conn.Recv(&req)
 	defer closeFiles(files)
+	if errors.Is(err, resident.ErrTooLarge) { // refused on its header, before it was read
+		conn.Send(reply{Fallback: strings.TrimPrefix(oneLine(err), "wasmpy: ")})
+		return
+	}
 	if err != nil {
 		return
 	}

@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -509,4 +512,32 @@ func TestResidentTerminal(t *testing.T) {
 	require.Equal(t, exitSIGINT, s.exit())
 	_, runs := residentRuns(t, env)
 	require.Equal(t, 2, runs, "the resident ran both")
+}
+
+// A frame whose header announces more than a request may hold is refused
+// on its header, before anything is allocated or read for it: the client
+// gets a reply saying so, and the resident serves on.
+func TestResidentRefusesLargeFrame(t *testing.T) {
+	env, rt := residentEnv(t)
+	pid := startTestResident(t, env)
+	socket, _ := resident.Paths(filepath.Join(rt, "wasmpy"), wasmpyBinary(t))
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write(binary.BigEndian.AppendUint32(nil, resident.MaxRequest+1)) // and no body
+	require.NoError(t, err)
+	var head [4]byte
+	_, err = io.ReadFull(c, head[:])
+	require.NoError(t, err, "no reply: the resident waited for the body it announced")
+	body := make([]byte, binary.BigEndian.Uint32(head[:]))
+	_, err = io.ReadFull(c, body)
+	require.NoError(t, err)
+	var rep reply
+	require.NoError(t, json.Unmarshal(body, &rep))
+	require.Equal(t, fmt.Sprintf("resident: message too large: %d bytes announced, the limit is %d", resident.MaxRequest+1, resident.MaxRequest), rep.Fallback)
+
+	now, _ := residentRuns(t, env)
+	require.Equal(t, pid, now, "the resident serves on")
+	res := wasmpyIn(t, env, "", nil, "exec", "-c", "print(1)")
+	require.Equal(t, outcome{"1\n", "", 0}, res)
 }

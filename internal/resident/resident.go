@@ -25,9 +25,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxFrame bounds one message: a request carries at most a script and a
-// --stdin file (64 MiB each), a reply the files a run wrote.
-const maxFrame = 1 << 30
+// Bounds on one message, checked on its header before anything is
+// allocated for it, and its body read as it arrives (a header that
+// announces much and sends little costs what it sends).
+const (
+	// MaxRequest bounds what a client sends: a script and a --stdin file
+	// (64 MiB each, the stdin as base64) and the job. A client whose
+	// request would be larger runs it itself.
+	MaxRequest = 192 << 20
+	// MaxReply bounds what the resident answers: the result and the files
+	// the run wrote.
+	MaxReply = 1 << 30
+)
+
+// ErrTooLarge is a message past the bound of its direction.
+var ErrTooLarge = errors.New("wasmpy: resident: message too large")
 
 // maxFiles is the most descriptors one message carries.
 const maxFiles = 3
@@ -131,7 +143,7 @@ func (l *Listener) Accept() (*Conn, error) {
 			c.Close()
 			continue
 		}
-		return &Conn{c: c}, nil
+		return &Conn{c: c, maxRecv: MaxRequest, maxSend: MaxReply}, nil
 	}
 }
 
@@ -158,13 +170,16 @@ func Dial(socket string) (*Conn, error) {
 		c.Close()
 		return nil, err
 	}
-	return &Conn{c: c}, nil
+	return &Conn{c: c, maxRecv: MaxReply, maxSend: MaxRequest}, nil
 }
 
 // Conn is one client's connection: JSON messages, each with a length
-// prefix, the first of them with the client's descriptors.
+// prefix, the first of them with the client's descriptors. The resident's
+// end receives requests (at most MaxRequest) and sends replies; the
+// client's the other way round.
 type Conn struct {
-	c *net.UnixConn
+	c                *net.UnixConn
+	maxRecv, maxSend int
 }
 
 // Send writes v as one message, passing files along with it.
@@ -173,8 +188,8 @@ func (c *Conn) Send(v any, files ...*os.File) error {
 	if err != nil {
 		return err
 	}
-	if len(body) > maxFrame {
-		return fmt.Errorf("wasmpy: resident: a message of %d bytes", len(body))
+	if len(body) > c.maxSend {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(body), c.maxSend)
 	}
 	frame := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(body)), uint32(len(body)))
 	frame = append(frame, body...)
@@ -220,12 +235,16 @@ func (c *Conn) Recv(v any) ([]*os.File, error) {
 		return fail(unexpected(err))
 	}
 	size := binary.BigEndian.Uint32(head[:])
-	if size > maxFrame {
-		return fail(fmt.Errorf("wasmpy: resident: a message of %d bytes", size))
+	if uint64(size) > uint64(c.maxRecv) {
+		return fail(fmt.Errorf("%w: %d bytes announced, the limit is %d", ErrTooLarge, size, c.maxRecv))
 	}
-	body := make([]byte, size)
-	if _, err := io.ReadFull(c.c, body); err != nil {
+	// Grown as the body arrives, not allocated as announced.
+	body, err := io.ReadAll(io.LimitReader(c.c, int64(size)))
+	if err != nil {
 		return fail(unexpected(err))
+	}
+	if len(body) < int(size) {
+		return fail(io.ErrUnexpectedEOF)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return fail(fmt.Errorf("wasmpy: resident: bad message: %w", err))

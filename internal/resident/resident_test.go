@@ -1,9 +1,14 @@
 package resident
 
 import (
+	"encoding/binary"
 	"io"
+	"net"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -86,4 +91,60 @@ func TestListenReplacesDeadSocket(t *testing.T) {
 	c, err := Dial(socket)
 	require.NoError(t, err)
 	c.Close()
+}
+
+// A frame's header is checked against the bound of its direction before
+// anything is allocated for it, and a body is read as it arrives: a header
+// that announces much and sends little costs what it sends.
+func TestRecvBoundsFrames(t *testing.T) {
+	dir, err := os.MkdirTemp("", "wr")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	socket, lock := Paths(dir, "/bin/wasmpy")
+	ln, err := Listen(socket, lock)
+	require.NoError(t, err)
+	defer ln.Close()
+
+	for _, tc := range []struct {
+		name   string
+		size   uint32
+		body   string
+		want   error
+		wantIn string
+	}{
+		{"past the bound", MaxRequest + 1, "", ErrTooLarge, "the limit is 201326592"},
+		{"the old bound", 1<<30 - 1, "", ErrTooLarge, "1073741823 bytes announced"},
+		{"announced, not sent", MaxRequest, `{"a":`, io.ErrUnexpectedEOF, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: socket, Net: "unix"})
+			require.NoError(t, err)
+			defer raw.Close()
+			_, err = raw.Write(append(binary.BigEndian.AppendUint32(nil, tc.size), tc.body...))
+			require.NoError(t, err)
+			if tc.want == io.ErrUnexpectedEOF {
+				raw.CloseWrite()
+			}
+			c, err := ln.Accept()
+			require.NoError(t, err)
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(time.Minute)) // a hang guard: the refusal needs no body
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var v map[string]any
+			_, err = c.Recv(&v)
+			runtime.ReadMemStats(&after)
+			require.ErrorIs(t, err, tc.want)
+			if tc.wantIn != "" {
+				require.ErrorContains(t, err, tc.wantIn)
+			}
+			require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "allocated for what was announced")
+		})
+	}
+
+	// A client cannot send what the resident would refuse.
+	c, err := Dial(socket)
+	require.NoError(t, err)
+	defer c.Close()
+	require.ErrorIs(t, c.Send(map[string]string{"code": strings.Repeat("x", MaxRequest)}), ErrTooLarge)
 }
