@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/wasmpy/wasmpy/internal/engine"
+	"github.com/wasmpy/wasmpy/internal/hostfile"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
@@ -51,15 +52,14 @@ func OpenApp(path string) (*App, error) {
 		}
 		return &App{fsys: d, close: d.Close}, nil
 	}
-	if !fi.Mode().IsRegular() {
+	data, err := hostfile.ReadFile(path, MaxAppZipBytes) // checked again on the open file
+	switch {
+	case errors.Is(err, hostfile.ErrNotRegular):
 		return nil, fmt.Errorf("wasmpy: %s: neither a directory nor a zip file", path)
-	}
-	if fi.Size() > MaxAppZipBytes {
-		return nil, fmt.Errorf("wasmpy: %s: a zipapp of %d bytes; the limit is %d MiB", path, fi.Size(), MaxAppZipBytes>>20)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("wasmpy: %s: %w", path, unwrapPathError(err))
+	case errors.Is(err, hostfile.ErrTooLarge):
+		return nil, fmt.Errorf("wasmpy: %s: a zipapp of %s; the limit is %d MiB", path, hostfile.Size(fi.Size()), MaxAppZipBytes>>20)
+	case err != nil:
+		return nil, fmt.Errorf("wasmpy: %w", err)
 	}
 	zr, err := openAppZip(data)
 	if err != nil {

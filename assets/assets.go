@@ -14,7 +14,6 @@
 package assets
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -22,6 +21,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/wasmpy/wasmpy/internal/hostfile"
 )
 
 // The interpreter kinds.
@@ -36,6 +37,11 @@ const (
 	// Sci selects the wasmpy build with numpy (its Kind is Wasmpy).
 	Sci = "sci"
 )
+
+// MaxFileBytes bounds each file of an interpreter (python.wasm, the
+// standard library's zip, a user's own module): a bigger one, or one that
+// is no regular file, is refused before it is read.
+const MaxFileBytes = 256 << 20
 
 // ErrNotInstalled means no interpreter is in the cache yet.
 var ErrNotInstalled = errors.New("wasmpy: no interpreter installed: run `make` (or `wasmpy setup`)")
@@ -134,9 +140,9 @@ func loadPath(path string) (*Interpreter, error) {
 	if fi.IsDir() {
 		return loadBuild(path, "")
 	}
-	wasm, err := os.ReadFile(path)
+	wasm, err := hostfile.ReadFile(path, MaxFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("wasmpy: interpreter %q: %w", path, unwrapPath(err))
+		return nil, fmt.Errorf("wasmpy: interpreter %w", err) // a *hostfile.Error: the path and why
 	}
 	return &Interpreter{Kind: NPM, Version: "unknown", Wasm: wasm, SHA256: sum(wasm)}, nil
 }
@@ -150,20 +156,20 @@ func loadPath(path string) (*Interpreter, error) {
 // stamped: a write in the same tick of a coarse clock would keep its
 // identity. The stamps are trusted as wazero's compiled code beside them is.
 func verify(path, want, stamps string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|hostfile.NonBlock, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	hf, err := hostfile.Check(f, path, MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("wasmpy: %w", err)
+	}
 	before := identity(f)
-	var buf bytes.Buffer
-	if fi, err := f.Stat(); err == nil {
-		buf.Grow(int(fi.Size()) + bytes.MinRead)
+	b, err := hf.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("wasmpy: %w", err)
 	}
-	if _, err := buf.ReadFrom(f); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
 	stamp := ""
 	if stamps != "" && before != "" && identity(f) == before {
 		stamp = before + " " + want

@@ -5,9 +5,12 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
+
+	"github.com/wasmpy/wasmpy/internal/hostfile"
 )
 
 // lock pins every input of build/build.sh; a variant's share of it names
@@ -70,8 +73,12 @@ type manifest struct {
 // loadBuild loads a wasmpy build directory, checking each output against
 // the manifest written when it was built (see verify for stamps).
 func loadBuild(dir, stamps string) (*Interpreter, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	b, err := hostfile.ReadFile(filepath.Join(dir, "manifest.json"), 1<<20)
 	if err != nil {
+		var he *hostfile.Error
+		if errors.As(err, &he) && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("wasmpy: %w", err)
+		}
 		return nil, err
 	}
 	var m manifest

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/wasmpy/wasmpy/internal/hostfile"
 )
 
 // Bounds on what an input may unpack to: a zip bomb meets them, a real
@@ -126,33 +128,29 @@ func readDir(dir string) (*input, error) {
 }
 
 func readBounded(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, errorf(p, "%v", unwrapPath(err))
+	return readHostFile(p, maxFileSize)
+}
+
+// readHostFile reads the regular file at p, of at most max bytes (see
+// internal/hostfile: a FIFO, a device or a file past max is refused
+// before a byte is read).
+func readHostFile(p string, max int64) ([]byte, error) {
+	data, err := hostfile.ReadFile(p, max)
+	var he *hostfile.Error
+	if errors.As(err, &he) {
+		return nil, errorf(p, "%s", he.Reason)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return nil, errorf(p, "%v", err)
-	}
-	if len(data) > maxFileSize {
-		return nil, errorf(p, "larger than %d MiB", maxFileSize>>20)
 	}
 	return data, nil
 }
 
 // readWheel reads a wheel and checks every file against its RECORD.
 func readWheel(p string) (*input, error) {
-	fi, err := os.Stat(p)
+	raw, err := readHostFile(p, maxInputSize)
 	if err != nil {
-		return nil, errorf(p, "%v", unwrapPath(err))
-	}
-	if fi.Size() > maxInputSize {
-		return nil, errorf(p, "larger than %d MiB", maxInputSize>>20)
-	}
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		return nil, errorf(p, "%v", unwrapPath(err))
+		return nil, err
 	}
 	sum := sha256.Sum256(raw)
 	in := &input{Info: Info{Name: filepath.Base(p), Kind: "wheel", SHA256: hex.EncodeToString(sum[:])}, files: map[string][]byte{}}

@@ -38,12 +38,9 @@ func Open(path string) (*Set, error) {
 	if fi.IsDir() {
 		return nil, errorf(path, "a directory, not a package set (build one with `wasmpy pkg build`)")
 	}
-	if fi.Size() > maxSetSize {
-		return nil, errorf(path, "larger than %d MiB", maxSetSize>>20)
-	}
-	data, err := os.ReadFile(path)
+	data, err := readHostFile(path, maxSetSize)
 	if err != nil {
-		return nil, errorf(path, "%v", unwrapPath(err))
+		return nil, err
 	}
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/hostfile"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/tiers"
 )
@@ -297,30 +298,29 @@ func grants(list string) ([]wasmpy.Capability, error) {
 	return g, nil
 }
 
+// readFile reads code or input named on the command line: a regular file
+// or a stream (a pipe such as <(...)), at most maxInput bytes.
 func readFile(path string) ([]byte, error) {
 	f, _, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return readAll(f, path)
+	b, err := f.ReadAll()
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return b, nil
 }
 
-// openFile opens a regular file to read and returns its size.
-func openFile(path string) (*os.File, int64, error) {
-	f, err := os.Open(path)
+// openFile opens code or input to read (see readFile) and returns its size
+// (0: a stream).
+func openFile(path string) (*hostfile.File, int64, error) {
+	f, err := hostfile.OpenInput(path, maxInput)
 	if err != nil {
-		return nil, 0, usageErr("%s: %v", path, unwrap(err))
+		return nil, 0, usageErr("%v", err)
 	}
-	fi, err := f.Stat()
-	if err == nil && fi.IsDir() {
-		f.Close()
-		return nil, 0, usageErr("%s: is a directory", path)
-	}
-	if err != nil {
-		return f, 0, nil
-	}
-	return f, fi.Size(), nil
+	return f, f.Size(), nil
 }
 
 // readText reads code into a string without a second copy: a large script

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/hostfile"
 	"github.com/wasmpy/wasmpy/packages"
 )
 
@@ -119,7 +120,8 @@ func pkgShowAction(c *cli.Context) error {
 func pkgErr(err error) error {
 	var pe *packages.Error
 	var le *wasmpy.PreloadError
-	if errors.As(err, &pe) || errors.As(err, &le) {
+	var he *hostfile.Error // a file handed in (--interpreter FILE) refused
+	if errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &he) {
 		return usageErr("%s", strings.TrimPrefix(oneLine(err), "wasmpy: "))
 	}
 	return &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}

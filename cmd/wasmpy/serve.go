@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,11 +17,15 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/internal/hostfile"
 	"github.com/wasmpy/wasmpy/internal/units"
 	"github.com/wasmpy/wasmpy/mcpserver"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
+
+// maxTokensFile bounds --tokens-file.
+const maxTokensFile = 1 << 20
 
 func serveCommand() *cli.Command {
 	return &cli.Command{
@@ -254,12 +259,11 @@ func readTokens(path string) ([]string, error) {
 	if path == "" {
 		return tokens, nil
 	}
-	f, err := os.Open(path)
+	b, err := hostfile.ReadFile(path, maxTokensFile)
 	if err != nil {
-		return nil, usageErr("--tokens-file: %v", unwrap(err))
+		return nil, usageErr("--tokens-file %v", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		if t := strings.TrimSpace(sc.Text()); t != "" && !strings.HasPrefix(t, "#") {
 			tokens = append(tokens, t)

@@ -67,7 +67,7 @@ func OpenInput(path string, max int64) (*File, error) {
 }
 
 func open(path string, max int64, stream bool) (*File, error) {
-	flags := os.O_RDONLY | oNonblock
+	flags := os.O_RDONLY | NonBlock
 	if stream {
 		flags = os.O_RDONLY
 	}
@@ -83,7 +83,12 @@ func open(path string, max int64, stream bool) (*File, error) {
 	return hf, nil
 }
 
-// Check checks f, open already (with O_NONBLOCK, if a FIFO is possible),
+// NonBlock is the flag to open a file with before Check, for a caller that
+// opens it itself: O_NONBLOCK where FIFOs exist (a FIFO then waits for no
+// writer; a regular file is read as usual).
+const NonBlock = oNonblock
+
+// Check checks f, open already (with NonBlock, if a FIFO is possible),
 // as Open checks the file it opens: for a caller that must hold the
 // descriptor itself (to lock it, say). Closing the File closes f.
 func Check(f *os.File, path string, max int64) (*File, error) {
