@@ -244,31 +244,51 @@ func (p *pending) asked(msgs []jsonrpc.Message) {
 	}
 }
 
-// answered forgets the requests a message (or batch) written to the client
-// answers.
-func (p *pending) answered(b []byte) {
+// responses returns the responses in a message (or batch) written to the
+// client.
+func responses(b []byte) []*jsonrpc.Response {
 	var msgs []jsonrpc.Message
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
 		msgs = decodeBatch(t)
 	} else if m, err := jsonrpc.DecodeMessage(t); err == nil {
 		msgs = []jsonrpc.Message{m}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	var out []*jsonrpc.Response
 	for _, m := range msgs {
 		if resp, ok := m.(*jsonrpc.Response); ok {
-			p.forget(resp.ID)
-			delete(p.inBatch, resp.ID)
-			if p.initID != nil && *p.initID == resp.ID {
-				p.initID = nil
-				var res struct {
-					ProtocolVersion string `json:"protocolVersion"`
-				}
-				if resp.Error == nil && json.Unmarshal(resp.Result, &res) == nil {
-					p.version = res.ProtocolVersion
-				}
+			out = append(out, resp)
+		}
+	}
+	return out
+}
+
+// answering notes, before they are written, what responses tell the
+// filter: the protocol version initialize negotiated, and the batch ids
+// the SDK has done with. (The SDK has updated its own state already, and
+// the client may send its next line as soon as it reads them.)
+func (p *pending) answering(resps []*jsonrpc.Response) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, resp := range resps {
+		delete(p.inBatch, resp.ID)
+		if p.initID != nil && *p.initID == resp.ID {
+			p.initID = nil
+			var res struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if resp.Error == nil && json.Unmarshal(resp.Result, &res) == nil {
+				p.version = res.ProtocolVersion
 			}
 		}
+	}
+}
+
+// answered forgets the requests that responses, once written, answer.
+func (p *pending) answered(resps []*jsonrpc.Response) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, resp := range resps {
+		p.forget(resp.ID)
 	}
 }
 
@@ -325,9 +345,11 @@ type lockedWriter struct {
 func (l *lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	resps := responses(b)
+	l.p.answering(resps)
 	n, err := l.w.Write(b)
 	if err == nil {
-		l.p.answered(b)
+		l.p.answered(resps)
 	}
 	return n, err
 }

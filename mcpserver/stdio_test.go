@@ -94,6 +94,13 @@ func TestFilterMessagesTooLong(t *testing.T) {
 	}
 }
 
+// answer is what lockedWriter does around writing b to the client.
+func answer(p *pending, b []byte) {
+	resps := responses(b)
+	p.answering(resps)
+	p.answered(resps)
+}
+
 // TestPending: the requests passed on are pending until a response (alone
 // or in a batch) answers them or the client cancels them; notifications
 // and invalid lines are not.
@@ -104,7 +111,7 @@ func TestPending(t *testing.T) {
 	if err := filterMessages(strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize"}`), &good, &reply, p); err != nil {
 		t.Fatal(err)
 	}
-	p.answered([]byte(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26"}}`))
+	answer(p, []byte(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26"}}`))
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`,
 		`{"jsonrpc":"2.0","id":"a","method":"tools/call"}`,
@@ -132,13 +139,13 @@ func TestPending(t *testing.T) {
 		}
 	}
 	want(1.0, "a", 2.0, 3.0)
-	p.answered([]byte(`{"jsonrpc":"2.0","id":"a","result":{}}` + "\n"))
-	p.answered([]byte(`[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}]` + "\n"))
+	answer(p, []byte(`{"jsonrpc":"2.0","id":"a","result":{}}`+"\n"))
+	answer(p, []byte(`[{"jsonrpc":"2.0","id":2,"result":{}},{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}]`+"\n"))
 	want(1.0)
 	stop := make(chan struct{})
 	close(stop)
 	p.drain(stop) // returns: the SDK has stopped reading
-	p.answered([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
+	answer(p, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 	want()
 	p.drain(nil) // returns: nothing pending
 }
