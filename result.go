@@ -46,6 +46,8 @@ type Result struct {
 	Session *SessionTurn `json:"session,omitempty"`
 	// Tier is the trust tier the run had (Job.Tier).
 	Tier string `json:"tier"`
+	// Engine ran the interpreter: wazero or wasmtime (Config.Engine).
+	Engine string `json:"engine"`
 
 	workspace *workspace.Workspace
 }

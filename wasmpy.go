@@ -187,7 +187,24 @@ type Config struct {
 	// damage only: for a store no one else writes. The CLI keeps a key per
 	// user (see README, "Sessions").
 	SessionKey []byte
+	// Engine runs the interpreter: "wazero" (pure Go; "" means it) or
+	// "wasmtime" (Cranelift through cgo, faster on CPU-bound code; only in
+	// a binary built with `-tags wasmtime`, see Engines). Sessions run on
+	// wazero only.
+	Engine string
 }
+
+// Engines lists the engines this binary can run (Config.Engine), the
+// default first.
+func Engines() []string { return engine.Engines() }
+
+// ErrNoWasmtime is New's error for Config.Engine "wasmtime" in a binary
+// built without the wasmtime tag.
+var ErrNoWasmtime = engine.ErrNoWasmtime
+
+// CheckEngine reports an engine name this binary cannot run (Config.Engine):
+// an unknown one, or wasmtime in a binary built without it.
+func CheckEngine(name string) error { return engine.CheckEngine(name) }
 
 // Sandbox runs jobs. Create one with New and reuse it; Close it when done.
 type Sandbox struct {
@@ -209,6 +226,9 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, err
 	}
 	if err := cfg.Sessions.validate(); err != nil {
+		return nil, err
+	}
+	if err := engine.CheckEngine(cfg.Engine); err != nil {
 		return nil, err
 	}
 	if err := checkHostFuncs(cfg.HostFuncs); err != nil {
@@ -246,7 +266,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 	imageLimits := cfg.Limits.Or(DefaultLimits())
 	eng, err := engine.New(ctx, engine.Config{Interpreter: interp, CacheDir: filepath.Join(cache, "engine"),
 		Site: site, SiteKey: setsKey(sets), Preload: cfg.Preload,
-		ImageTimeout: imageLimits.Timeout, ImageMemory: imageLimits.Memory})
+		ImageTimeout: imageLimits.Timeout, ImageMemory: imageLimits.Memory, Engine: cfg.Engine})
 	if err != nil {
 		var pe *engine.PreloadError
 		if errors.As(err, &pe) {
@@ -269,14 +289,16 @@ func (s *Sandbox) Close(ctx context.Context) error {
 
 // Interpreter describes the interpreter the sandbox runs.
 func (s *Sandbox) Interpreter() InterpreterInfo {
-	return InterpreterInfo{Kind: s.interp.Kind, Version: s.interp.Version, SHA256: s.interp.SHA256}
+	return InterpreterInfo{Kind: s.interp.Kind, Version: s.interp.Version, SHA256: s.interp.SHA256, Engine: s.engine.Name()}
 }
 
-// InterpreterInfo identifies an interpreter, for provenance.
+// InterpreterInfo identifies an interpreter, and the engine that runs it,
+// for provenance.
 type InterpreterInfo struct {
 	Kind    string `json:"kind"`
 	Version string `json:"version"`
 	SHA256  string `json:"sha256"`
+	Engine  string `json:"engine,omitempty"` // wazero or wasmtime
 }
 
 // Job is one piece of code to run.
@@ -418,6 +440,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	}
 	res := newResult(out)
 	res.Tier = job.Tier
+	res.Engine = s.engine.Name()
 	res.Packages = slices.Clone(s.sets)
 	if v, ok := caps.result.Value(); ok {
 		var compact bytes.Buffer

@@ -102,11 +102,13 @@ type Codegen struct {
 	TestsFailed int  `json:"tests_failed"`
 }
 
-// Interpreter names the interpreter a run used.
+// Interpreter names the interpreter a run used, and the engine that ran it
+// (wazero or wasmtime; empty in records from before there were two).
 type Interpreter struct {
 	Kind    string `json:"kind"`
 	Version string `json:"version"`
 	SHA256  string `json:"sha256"`
+	Engine  string `json:"engine,omitempty"`
 }
 
 // PackageSet is one package set mounted for a run.

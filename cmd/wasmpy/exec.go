@@ -66,13 +66,16 @@ func execFlags() []cli.Flag {
 		&cli.StringFlag{Name: "session", Usage: "run as the next turn of the session saved in `FILE`, and save it back (a new one if FILE does not exist)"},
 		recordFlag, dbFlag,
 		&cli.StringFlag{Name: "grant", Value: "all", Usage: "comma-separated `CAPABILITIES` the script may call: all (every built-in the tier allows), none, or names such as read_file,submit_result"},
-		interpreterFlag, cacheFlag, allowHTTPFlag,
+		interpreterFlag, engineFlag, cacheFlag, allowHTTPFlag,
 		&cli.BoolFlag{Name: "resident", Value: true, EnvVars: []string{"WASMPY_RESIDENT"},
 			Usage: "hand the run to your resident wasmpy process, starting one if none runs (see wasmpy help resident); --resident=false or WASMPY_RESIDENT=0 runs it in this process"},
 	}
 }
 
 func execAction(c *cli.Context) error {
+	if err := checkEngine(c); err != nil {
+		return err
+	}
 	job, appPath, err := execJob(c)
 	if app, ok := job.App.(*wasmpy.App); ok {
 		defer app.Close()

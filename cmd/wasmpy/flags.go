@@ -24,6 +24,8 @@ import (
 var (
 	interpreterFlag = &cli.StringFlag{Name: "interpreter", EnvVars: []string{"WASMPY_INTERPRETER"},
 		Usage: "interpreter: wasmpy, sci (wasmpy with numpy), npm, or the path of a python.wasm (default: the best installed)"}
+	engineFlag = &cli.StringFlag{Name: "engine", EnvVars: []string{"WASMPY_ENGINE"},
+		Usage: "engine that runs the interpreter: wazero (pure Go, the default) or wasmtime (faster; only in a binary built with -tags wasmtime)"}
 	cacheFlag = &cli.StringFlag{Name: "cache-dir", EnvVars: []string{"WASMPY_CACHE_DIR"},
 		Usage: "where interpreters and compiled code are cached (default: the user cache dir)"}
 	timeoutFlag = &cli.StringFlag{Name: "timeout", Usage: "wall-clock limit, e.g. 500ms, 2s, 1m (default: the tier's)"}
@@ -210,6 +212,9 @@ func limits(c *cli.Context) (wasmpy.Limits, error) {
 
 // newSandbox opens a sandbox with the interpreter and cache flags.
 func newSandbox(c *cli.Context, cfg wasmpy.Config) (*wasmpy.Sandbox, error) {
+	if err := checkEngine(c); err != nil {
+		return nil, err
+	}
 	sb, err := wasmpy.New(c.Context, withInterpreter(c, cfg))
 	if err != nil {
 		return nil, pkgErr(err) // a refused package set is the caller's input
@@ -217,9 +222,18 @@ func newSandbox(c *cli.Context, cfg wasmpy.Config) (*wasmpy.Sandbox, error) {
 	return sb, nil
 }
 
+// checkEngine refuses an --engine (or WASMPY_ENGINE) this binary cannot
+// run, as a usage error: one line, exit status 2.
+func checkEngine(c *cli.Context) error {
+	if err := wasmpy.CheckEngine(c.String("engine")); err != nil {
+		return usageErr("--engine: %s", strings.TrimPrefix(err.Error(), "wasmpy: "))
+	}
+	return nil
+}
+
 // withInterpreter is cfg with the interpreter and cache flags.
 func withInterpreter(c *cli.Context, cfg wasmpy.Config) wasmpy.Config {
-	cfg.Interpreter, cfg.CacheDir = c.String("interpreter"), c.String("cache-dir")
+	cfg.Interpreter, cfg.CacheDir, cfg.Engine = c.String("interpreter"), c.String("cache-dir"), c.String("engine")
 	return cfg
 }
 

@@ -61,7 +61,7 @@ func codegenFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "print-template", Usage: "print the embedded prompt template and exit"},
 		&cli.IntFlag{Name: "llm-retries", Value: codegen.DefaultLLMRetries, Usage: "retries of a failed LLM request (429, 5xx, timeouts)"},
 		&cli.StringFlag{Name: "llm-backoff", Value: codegen.DefaultBackoff.String(), Usage: "delay before the first LLM retry, doubled each time, with jitter"},
-		recordFlag, dbFlag, interpreterFlag, cacheFlag,
+		recordFlag, dbFlag, interpreterFlag, engineFlag, cacheFlag,
 	}
 }
 

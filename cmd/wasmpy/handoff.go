@@ -56,6 +56,7 @@ type remoteJob struct {
 // wireConfig is the part of wasmpy.Config the CLI sets.
 type wireConfig struct {
 	Interpreter  string              `json:"interpreter"`
+	Engine       string              `json:"engine,omitempty"`
 	CacheDir     string              `json:"cache_dir"`
 	AllowImports []string            `json:"allow_imports"`
 	Workspace    workspace.Config    `json:"workspace"`
@@ -71,13 +72,13 @@ type wireLLM struct {
 }
 
 func toWire(cfg wasmpy.Config) wireConfig {
-	return wireConfig{Interpreter: cfg.Interpreter, CacheDir: cfg.CacheDir, AllowImports: cfg.AllowImports,
+	return wireConfig{Interpreter: cfg.Interpreter, Engine: cfg.Engine, CacheDir: cfg.CacheDir, AllowImports: cfg.AllowImports,
 		Workspace: cfg.Workspace, LLMBudget: cfg.LLMBudget, Packages: cfg.Packages, Preload: cfg.Preload,
 		LLM: wireLLM{BaseURL: cfg.LLM.BaseURL, Model: cfg.LLM.Model, APIKey: cfg.LLM.APIKey, Timeout: cfg.LLM.Timeout}}
 }
 
 func (w wireConfig) config() wasmpy.Config {
-	cfg := wasmpy.Config{Interpreter: w.Interpreter, CacheDir: w.CacheDir, AllowImports: w.AllowImports,
+	cfg := wasmpy.Config{Interpreter: w.Interpreter, Engine: w.Engine, CacheDir: w.CacheDir, AllowImports: w.AllowImports,
 		Workspace: w.Workspace, LLMBudget: w.LLMBudget, Packages: w.Packages, Preload: w.Preload}
 	cfg.LLM = hostfuncs.LLMConfig{BaseURL: w.LLM.BaseURL, Model: w.LLM.Model, APIKey: w.LLM.APIKey, Timeout: w.LLM.Timeout}
 	return cfg

@@ -23,7 +23,7 @@ func mcpCommand() *cli.Command {
 			"skill in --skills DIR (default: the built-in examples). --timeout, --memory and --fuel\n" +
 			"bound run_python and are the defaults of skills that set none. Every run is recorded\n" +
 			"in the provenance database. Diagnostics go to stderr; the session ends at EOF.",
-		Flags: append(append([]cli.Flag{skillsFlag, dbFlag, interpreterFlag, cacheFlag,
+		Flags: append(append([]cli.Flag{skillsFlag, dbFlag, interpreterFlag, engineFlag, cacheFlag,
 			&cli.DurationFlag{Name: "skill-check-timeout", Usage: "bound on checking one skill's handler at load (0: the default)"},
 		}, admissionFlags()...), append(limitFlags(), llmFlags()...)...),
 		Action: mcpAction,
@@ -31,6 +31,9 @@ func mcpCommand() *cli.Command {
 }
 
 func mcpAction(c *cli.Context) error {
+	if err := checkEngine(c); err != nil {
+		return err
+	}
 	if c.NArg() > 0 {
 		return usageErr("mcp: unexpected argument %q", c.Args().First())
 	}

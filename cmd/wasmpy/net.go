@@ -29,7 +29,7 @@ func netCommand() *cli.Command {
 				ArgsUsage: "NET.yaml",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "out", Usage: "write the artifact into `DIR` (required)"},
-					recordFlag, dbFlag, interpreterFlag, cacheFlag,
+					recordFlag, dbFlag, interpreterFlag, engineFlag, cacheFlag,
 				},
 				Action: netBuildAction,
 			},
@@ -44,7 +44,7 @@ func netCommand() *cli.Command {
 				Flags: append([]cli.Flag{
 					&cli.BoolFlag{Name: "json", Usage: "print one JSON object with the run and the final marking"},
 					&cli.IntFlag{Name: "max-steps", Usage: "stop after `N` firings; 0 = the net's max_steps, else 1000"},
-					recordFlag, dbFlag, interpreterFlag, cacheFlag,
+					recordFlag, dbFlag, interpreterFlag, engineFlag, cacheFlag,
 				}, append(append(limitFlags(), tierFlags()...), capabilityFlags()...)...),
 				Action: netRunAction,
 			},

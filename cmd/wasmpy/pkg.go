@@ -34,7 +34,7 @@ func pkgCommand() *cli.Command {
 					"Run code with it: wasmpy exec --packages SET.zip script.py",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "out", Usage: "write the set to `SET.zip`", Required: true},
-					interpreterFlag, cacheFlag,
+					interpreterFlag, engineFlag, cacheFlag,
 				},
 				Action: pkgBuildAction,
 			},

@@ -60,13 +60,16 @@ func serveCommand() *cli.Command {
 			&cli.BoolFlag{Name: "mcp", Usage: "serve MCP (streamable HTTP) at /mcp, behind the same tokens"},
 			&cli.StringFlag{Name: "log-format", Value: "json", Usage: "json or text"},
 			&cli.StringFlag{Name: "tier", Usage: "the trust tier `NAME` of POST /exec and sessions when a request names none (default: testing)"},
-			tiersFlag(), interpreterFlag, cacheFlag,
+			tiersFlag(), interpreterFlag, engineFlag, cacheFlag,
 		}, append(admissionFlags(), budgetFlags()...)...), append(limitFlags(), llmFlags()...)...)),
 		Action: serveAction,
 	}
 }
 
 func serveAction(c *cli.Context) error {
+	if err := checkEngine(c); err != nil {
+		return err
+	}
 	if c.NArg() > 0 {
 		return usageErr("serve: unexpected argument %q", c.Args().First())
 	}

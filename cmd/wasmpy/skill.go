@@ -40,7 +40,7 @@ func llmFlags() []cli.Flag {
 }
 
 func skillCommand() *cli.Command {
-	common := append([]cli.Flag{skillsFlag, interpreterFlag, cacheFlag}, llmFlags()...)
+	common := append([]cli.Flag{skillsFlag, interpreterFlag, engineFlag, cacheFlag}, llmFlags()...)
 	return &cli.Command{
 		Name:  "skill",
 		Usage: "list, show, validate and run skills",
@@ -57,7 +57,7 @@ func skillCommand() *cli.Command {
 			},
 			{
 				Name: "validate", Usage: "check every skill in a directory; exit 1 if any is broken", ArgsUsage: "DIR",
-				Flags:  append([]cli.Flag{jsonFlag, interpreterFlag, cacheFlag}, llmFlags()...),
+				Flags:  append([]cli.Flag{jsonFlag, interpreterFlag, engineFlag, cacheFlag}, llmFlags()...),
 				Action: skillValidate,
 			},
 			{
@@ -89,7 +89,10 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...
 	if err != nil {
 		return nil, err
 	}
-	cfg.Interpreter, cfg.CacheDir, cfg.Limits = executorInterpreter(c), c.String("cache-dir"), lim
+	if err := checkEngine(c); err != nil {
+		return nil, err
+	}
+	cfg.Interpreter, cfg.CacheDir, cfg.Limits, cfg.Engine = executorInterpreter(c), c.String("cache-dir"), lim, c.String("engine")
 	set, err := loadTiers(c)
 	if err != nil {
 		return nil, err

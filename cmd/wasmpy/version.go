@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
 )
 
@@ -32,6 +34,7 @@ func buildVersion() (version, commit string) {
 func printVersion(c *cli.Context) error {
 	w := c.App.Writer
 	fmt.Fprintf(w, "wasmpy %s\n", wasmpyVersion())
+	fmt.Fprintf(w, "engines: %s\n", engineVersions())
 	cache := os.Getenv("WASMPY_CACHE_DIR")
 	if cache == "" {
 		var err error
@@ -48,6 +51,30 @@ func printVersion(c *cli.Context) error {
 		fmt.Fprintf(w, "%s interpreter: CPython %s, sha256 %s\n", kind, interp.Version, interp.SHA256)
 	}
 	return nil
+}
+
+// engineVersions names the engines this binary has, each with the version
+// of its module, the default first: "wazero v1.12.0 (default), wasmtime v39.0.1".
+func engineVersions() string {
+	modules := map[string]string{"wazero": "github.com/tetratelabs/wazero", "wasmtime": "github.com/bytecodealliance/wasmtime-go/v39"}
+	versions := map[string]string{}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range info.Deps {
+			versions[d.Path] = d.Version
+		}
+	}
+	var out []string
+	for i, name := range wasmpy.Engines() {
+		s := name
+		if v := versions[modules[name]]; v != "" {
+			s += " " + v
+		}
+		if i == 0 {
+			s += " (default)"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, ", ")
 }
 
 // wasmpyVersion is this build's module version, and its commit when known.

@@ -6,8 +6,6 @@ import (
 	"math"
 	"sync"
 	"time"
-
-	"github.com/tetratelabs/wazero/api"
 )
 
 // clock is the time a guest sees. A deterministic clock starts at a fixed
@@ -98,26 +96,24 @@ const (
 // absolute clock deadlines (CPython's clock_nanosleep(TIMER_ABSTIME)) and
 // its sleep ends as soon as the run's context is done. The guest's only
 // descriptors are its three memory-backed streams, which are always ready.
-func pollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
-	in, out, n, resultPtr := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
-	stack[0] = pollOneoffErrno(ctx, mod, in, out, n, resultPtr)
-	if n != 0 { // a refuel has decided already
-		stopIfDone(ctx) // a sleep cut short by the deadline does not return
-	}
-}
-
-func pollOneoffErrno(ctx context.Context, mod api.Module, in, out, n, resultPtr uint32) uint64 {
+func pollOneoff(ctx context.Context, in instance, stack []uint64) {
+	subs, out, n, resultPtr := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
 	if n == 0 { // the instrumented code asking for fuel (see refuelImport)
 		if st := stateFrom(ctx); st != nil {
 			st.meter.refuel(ctx, st.intr.flush)
 			st.intr.deliver()
 			st.intr.tick()
 		}
-		return errnoInval
+		stack[0] = errnoInval // a refuel has decided already
+		return
 	}
+	stack[0] = pollOneoffErrno(ctx, in.memory(), subs, out, n, resultPtr)
+	stopIfDone(ctx) // a sleep cut short by the deadline does not return
+}
+
+func pollOneoffErrno(ctx context.Context, mem guestMemory, in, out, n, resultPtr uint32) uint64 {
 	// Sizes in uint64: n*48 overflows uint32 long before it passes the
 	// memory. Events are written in place.
-	mem := mod.Memory()
 	size := uint64(mem.Size())
 	if uint64(in)+uint64(n)*subscriptionSize > size || uint64(out)+uint64(n)*eventSize > size {
 		return errnoFault

@@ -27,11 +27,9 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmpy/wasmpy/assets"
@@ -71,6 +69,9 @@ type Config struct {
 	// a *PreloadError.
 	ImageTimeout time.Duration
 	ImageMemory  uint64
+	// Engine runs the interpreter: Wazero ("" too) or Wasmtime, which only
+	// a binary built with the wasmtime tag has (see Engines).
+	Engine string
 }
 
 // MaxImageTimeout is the longest making a snapshot image may take.
@@ -80,6 +81,8 @@ const MaxImageTimeout = 2 * time.Minute
 type Engine struct {
 	interp  *assets.Interpreter
 	metered bool
+	name    string    // Wazero or Wasmtime
+	alt     altEngine // the engine when not wazero (seam.go)
 	rt      wazero.Runtime
 	mod     wazero.CompiledModule
 	mounts  wazero.FSConfig // the standard library's and the site's
@@ -124,9 +127,27 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Interpreter == nil {
 		return nil, errors.New("wasmpy: no interpreter")
 	}
+	if err := CheckEngine(cfg.Engine); err != nil {
+		return nil, err
+	}
 	site := siteConfig{fs: cfg.Site, key: cfg.SiteKey, preload: slices.Concat(cfg.Interpreter.Preload, cfg.Preload)}
 	if err := site.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Engine == Wasmtime {
+		if cfg.Interpreter.Kind != assets.Wasmpy {
+			return nil, fmt.Errorf("wasmpy: the wasmtime engine runs the wasmpy build only, not the %s interpreter", cfg.Interpreter.Kind)
+		}
+		e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, name: Wasmtime, site: site,
+			key: imageKey(cfg.Interpreter, site.key, strings.Join(site.preload, ","))}
+		e.alive, e.kill = context.WithCancelCause(context.Background())
+		alt, err := newWasmtime(ctx, e, cfg)
+		if err != nil {
+			e.kill(err)
+			return nil, err
+		}
+		e.alt = alt
+		return e, nil
 	}
 	// Debug info would have wazero parse DWARF for every trap and exit.
 	// A metered instance stops, when its context is done, at its next
@@ -139,7 +160,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		rc = rc.WithCompilationCache(cache)
 	}
-	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, rt: wazero.NewRuntimeWithConfig(ctx, rc), site: site,
+	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, name: Wazero, rt: wazero.NewRuntimeWithConfig(ctx, rc), site: site,
 		imageTimeout: MaxImageTimeout, imageMemory: DefaultMemoryLimit,
 		key: imageKey(cfg.Interpreter, site.key, strings.Join(site.preload, ","))}
 	if cfg.ImageTimeout > 0 {
@@ -163,17 +184,8 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 		return err
 	}
 	e.mounts = e.site.mount(stdlib)
-	wasi := e.rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
-	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(wasi)
-	i32 := api.ValueTypeI32
-	wasi.NewFunctionBuilder().
-		WithGoModuleFunction(guard("poll_oneoff", pollOneoff), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
-		Export("poll_oneoff")
-	if _, err := wasi.Instantiate(ctx); err != nil {
-		return fmt.Errorf("wasmpy: wasi: %w", err)
-	}
-	if err := instantiateHostModule(ctx, e.rt); err != nil {
-		return fmt.Errorf("wasmpy: host module: %w", err)
+	if err := instantiateHostModules(ctx, e.rt); err != nil {
+		return err
 	}
 	wasm, err := e.prepare(cacheDir)
 	if err != nil {
@@ -198,9 +210,17 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 	return nil
 }
 
+// Name is the engine that runs the interpreter: Wazero or Wasmtime.
+func (e *Engine) Name() string { return e.name }
+
 // Close releases the runtime and everything compiled in it.
 func (e *Engine) Close(ctx context.Context) error {
 	e.kill(errClosed)
+	if e.alt != nil {
+		e.runs.Lock()
+		defer e.runs.Unlock()
+		return e.alt.close()
+	}
 	e.stopAhead()
 	e.stopParking()
 	e.runs.Lock()
@@ -369,6 +389,11 @@ func argv0(filename string) string {
 	return filename
 }
 
+// ErrSessionEngine is Run's error for a session's turn on an engine other
+// than wazero: sessions keep their memory as page deltas over wazero's
+// mapped image, which the other engines do not have yet.
+var ErrSessionEngine = errors.New("wasmpy: sessions run on the wazero engine only, not on wasmtime (yet): use --engine wazero")
+
 // ErrForeignState is Run's error for a State made by an engine with
 // another image (see Engine.Key).
 var ErrForeignState = errors.New("wasmpy: the session state was made for another interpreter, standard library, package sets or preload")
@@ -394,6 +419,9 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	if (r.Session || r.From != nil) && e.interp.Kind != assets.Wasmpy {
 		return nil, errors.New("wasmpy: sessions need the wasmpy interpreter build")
+	}
+	if (r.Session || r.From != nil) && e.alt != nil {
+		return nil, ErrSessionEngine
 	}
 	if r.From != nil && r.From.key != e.key {
 		return nil, ErrForeignState
@@ -447,7 +475,9 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	var st *runState
 	var mem *memory
 	var p *parked
-	if e.interp.Kind == assets.Wasmpy {
+	if e.alt != nil {
+		st, mem = newRunState(e.newMeter()), nil
+	} else if e.interp.Kind == assets.Wasmpy {
 		if r.From != nil {
 			var ok bool
 			if p, ok = e.takeAhead(r.From); !ok {
@@ -491,7 +521,9 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	start := time.Now()
 	var runErr error
-	if p != nil {
+	if e.alt != nil {
+		runErr, mem = e.alt.run(runCtx, st, memLimit, budget)
+	} else if p != nil {
 		defer p.close()
 		runErr = p.run(runCtx, memLimit, budget)
 	} else {
@@ -566,7 +598,7 @@ func (e *Engine) runCommand(ctx context.Context, cfg wazero.ModuleConfig, jobJSO
 	}
 	defer m.Close(ctx)
 	if st := stateFrom(ctx); st != nil {
-		st.intr.mod, st.intr.ctx = m, ctx
+		st.intr.in, st.intr.ctx = wazeroInstance{m}, ctx
 	}
 	meter.start(m, budget)
 	defer meter.stop()

@@ -14,8 +14,6 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 
 	"github.com/wasmpy/wasmpy/hostfuncs"
@@ -153,41 +151,10 @@ func clockFrom(ctx context.Context) *clock {
 	return newClock(false)
 }
 
-// instantiateHostModule registers the "wasmpy" import module.
-func instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
-	i32 := api.ValueTypeI32
-	_, err := rt.NewHostModuleBuilder(hostModule).
-		NewFunctionBuilder().WithGoModuleFunction(guard("call", hostCall), []api.ValueType{i32, i32, i32, i32, i32, i32}, []api.ValueType{i32}).Export("call").
-		NewFunctionBuilder().WithGoModuleFunction(guard("take", hostTake), []api.ValueType{i32, i32}, []api.ValueType{i32}).Export("take").
-		Instantiate(ctx)
-	return err
-}
-
-// guard keeps a bug in a host function from becoming a Go panic with its
-// stack in the run's error: it ends the run with a one-line message. The
-// panics that stop a run on purpose pass through.
-func guard(name string, fn api.GoModuleFunc) api.GoModuleFunc {
-	return func(ctx context.Context, mod api.Module, stack []uint64) {
-		defer func() {
-			switch r := recover().(type) {
-			case nil:
-			case error:
-				if errors.Is(r, errFuel) || errors.Is(r, errStopped) {
-					panic(r)
-				}
-				panic(fmt.Errorf("wasmpy: host function %s failed: %s", name, r.Error()))
-			default:
-				panic(fmt.Errorf("wasmpy: host function %s failed: %v", name, r))
-			}
-		}()
-		fn(ctx, mod, stack)
-	}
-}
-
-func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
+func hostCall(ctx context.Context, in instance, stack []uint64) {
 	stopIfDone(ctx)
 	st := stateFrom(ctx)
-	req, ok := readRequest(mod.Memory(), stack)
+	req, ok := readRequest(in.memory(), stack)
 	stack[0] = failed
 	if st == nil || !ok {
 		return
@@ -211,7 +178,7 @@ func hostCall(ctx context.Context, mod api.Module, stack []uint64) {
 
 // readRequest copies call's three parts out of guest memory; false when
 // one lies out of bounds or they exceed maxRequest together.
-func readRequest(mem api.Memory, stack []uint64) (request, bool) {
+func readRequest(mem guestMemory, stack []uint64) (request, bool) {
 	fnPtr, fnLen := uint32(stack[0]), uint32(stack[1])
 	argsPtr, argsLen := uint32(stack[2]), uint32(stack[3])
 	dataPtr, dataLen := uint32(stack[4]), uint32(stack[5])
@@ -238,7 +205,7 @@ func readRequest(mem api.Memory, stack []uint64) (request, bool) {
 	return r, true
 }
 
-func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
+func hostTake(ctx context.Context, in instance, stack []uint64) {
 	ptr, n := uint32(stack[0]), uint32(stack[1])
 	stack[0] = failed
 	st := stateFrom(ctx)
@@ -249,7 +216,7 @@ func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
 	resp := st.pending
 	st.pending = nil
 	st.mu.Unlock()
-	if resp == nil || uint32(len(resp.body)) != n || !mod.Memory().Write(ptr, resp.body) {
+	if resp == nil || uint32(len(resp.body)) != n || !in.memory().Write(ptr, resp.body) {
 		return
 	}
 	stack[0] = uint64(resp.kind)

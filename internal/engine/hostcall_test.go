@@ -49,13 +49,13 @@ func guestCall(ctx context.Context, mod *wazerotest.Module, fn, args string, dat
 		dataLen = uint64(len(data))
 	}
 	stack := []uint64{0, uint64(len(fn)), 256, uint64(len(args)), 1 << 15, dataLen}
-	hostCall(ctx, mod, stack)
+	hostCall(ctx, wazeroInstance{mod}, stack)
 	n := uint32(stack[0])
 	if n == failed {
 		return n, nil
 	}
 	stack = []uint64{1 << 16, uint64(n)}
-	hostTake(ctx, mod, stack)
+	hostTake(ctx, wazeroInstance{mod}, stack)
 	out, _ := mem.Read(1<<16, n)
 	return uint32(stack[0]), out
 }
@@ -111,18 +111,18 @@ func TestHostCallProtocol(t *testing.T) {
 
 	// take without a call, twice, or with the wrong length: the exchange fails.
 	stack := []uint64{0, 10}
-	hostTake(ctx, mod, stack)
+	hostTake(ctx, wazeroInstance{mod}, stack)
 	require.Equal(t, uint64(failed), stack[0])
 	mod.Memory().Write(0, []byte("echo"))
 	call := func() uint64 {
 		s := []uint64{0, 4, 0, 0, 0, noData}
-		hostCall(ctx, mod, s)
+		hostCall(ctx, wazeroInstance{mod}, s)
 		return s[0]
 	}
 	call()
 	require.Equal(t, uint64(failed), call(), "out of order: the first response was never taken")
 	stack = []uint64{1 << 16, call() + 1}
-	hostTake(ctx, mod, stack)
+	hostTake(ctx, wazeroInstance{mod}, stack)
 	require.Equal(t, uint64(failed), stack[0])
 
 	// Out of bounds, oversized, or without a run: failed, no panic.
@@ -135,11 +135,11 @@ func TestHostCallProtocol(t *testing.T) {
 		{0, 4, 0, 0, 1 << 16, noData - 1},         // data too large (and out of bounds)
 		{0xFFFFFFFF, 0xFFFFFFFF, 0, 0, 0, noData}, // wraps around
 	} {
-		hostCall(ctx, mod, s)
+		hostCall(ctx, wazeroInstance{mod}, s)
 		require.Equal(t, uint64(failed), s[0], "%v", s)
 	}
 	s := []uint64{0, 4, 0, 0, 0, noData}
-	hostCall(context.Background(), mod, s)
+	hostCall(context.Background(), wazeroInstance{mod}, s)
 	require.Equal(t, uint64(failed), s[0])
 
 	// echo, data three times, text, badtext, fail, panic and the two

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/tetratelabs/wazero/api"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
@@ -32,7 +31,7 @@ const (
 type interrupter struct {
 	pending atomic.Bool
 	wake    chan struct{}
-	mod     api.Module      // the instance, once started
+	in      instance        // the instance, once started
 	ctx     context.Context // its call's: a call back into it needs the run's state
 	// stop ends the run instead, for an interpreter that cannot raise
 	// KeyboardInterrupt (the npm build exports no PyErr_SetInterruptEx).
@@ -42,14 +41,14 @@ type interrupter struct {
 	// and whether the guest was just sent back to flush before blocking.
 	slices  int
 	flushed bool
-	fn      api.Function // the instance's interruptExport, once looked up
+	fn      exportFunc // the instance's interruptExport, once looked up
 }
 
 // export is the instance's interruptExport, or nil; looking it up each
 // time would allocate, at every flush.
-func (i *interrupter) export() api.Function {
-	if i.fn == nil && i.mod != nil {
-		i.fn = i.mod.ExportedFunction(interruptExport)
+func (i *interrupter) export() exportFunc {
+	if i.fn == nil && i.in != nil {
+		i.fn = i.in.export(interruptExport)
 	}
 	return i.fn
 }
@@ -69,7 +68,7 @@ func (i *interrupter) raise() {
 // guest's goroutine, from a host call, with no lock held: the call back
 // into the guest may itself come back for fuel.
 func (i *interrupter) deliver() {
-	if i.mod == nil || !i.pending.CompareAndSwap(true, false) {
+	if i.in == nil || !i.pending.CompareAndSwap(true, false) {
 		return
 	}
 	select { // the wake that came with it must not cut a later sleep short
@@ -81,7 +80,7 @@ func (i *interrupter) deliver() {
 		i.stop()
 		return
 	}
-	_, _ = fn.Call(i.ctx, sigint) // fails only for a bad signal number
+	_, _ = fn(i.ctx, sigint) // fails only for a bad signal number
 }
 
 // tick counts a slice of fuel and has stdout flushed every flushEvery.
@@ -96,7 +95,7 @@ func (i *interrupter) tick() {
 func (i *interrupter) flush() {
 	i.slices = 0
 	if fn := i.export(); fn != nil {
-		_, _ = fn.Call(i.ctx, sigflush)
+		_, _ = fn(i.ctx, sigflush)
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 // and more than doubled the time of CPU-bound code; the refuel call is the
 // point where the Go runtime can preempt the goroutine instead.
 type meter struct {
-	counter api.MutableGlobal
+	counter counter // the instance's fuel global
 
 	mu     sync.Mutex
 	budget int64 // the run's whole budget
@@ -61,7 +61,18 @@ func (m *meter) start(mod api.Module, budget int64) {
 	if m == nil {
 		return
 	}
-	m.counter, _ = mod.ExportedGlobal(fuel.GlobalName).(api.MutableGlobal)
+	if g, ok := mod.ExportedGlobal(fuel.GlobalName).(api.MutableGlobal); ok {
+		m.startCounter(g, budget)
+	}
+}
+
+// startCounter gives the meter of the instance whose fuel global is c its
+// first slice; the instance must not be running.
+func (m *meter) startCounter(c counter, budget int64) {
+	if m == nil || c == nil {
+		return
+	}
+	m.counter = c
 	m.reset(budget)
 }
 

@@ -227,7 +227,7 @@ func (e *Engine) lay(b *blank, from *State) (*parked, error) {
 			return fail(err)
 		}
 	}
-	st.intr.mod, st.intr.ctx = m, ctx
+	st.intr.in, st.intr.ctx = wazeroInstance{m}, ctx
 	e.lingering.Add(1) // Done once close has closed it
 	return &parked{mod: m, mem: mem, st: st, ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		runCode: e.image.runCode, lingering: &e.lingering}, nil

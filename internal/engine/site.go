@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tetratelabs/wazero"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 
 	"github.com/wasmpy/wasmpy/packages"
@@ -41,8 +42,15 @@ func (s siteConfig) mount(cfg wazero.FSConfig) wazero.FSConfig {
 	if s.fs == nil {
 		return cfg
 	}
-	ro := &readOnlyFS{sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: s.fs}}}
-	return cfg.(sysfs.FSConfig).WithSysFSMount(ro, packages.SiteDir)
+	return cfg.(sysfs.FSConfig).WithSysFSMount(s.sysFS(), packages.SiteDir)
+}
+
+// sysFS is the site, read-only, for any engine; nil when there is none.
+func (s siteConfig) sysFS() experimentalsys.FS {
+	if s.fs == nil {
+		return nil
+	}
+	return &readOnlyFS{sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: s.fs}}}
 }
 
 // prelude is the Python that puts the site on sys.path and imports the

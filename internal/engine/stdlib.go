@@ -25,8 +25,18 @@ import (
 // mounts nothing.
 func stdlibFS(zipData []byte) (wazero.FSConfig, error) {
 	cfg := wazero.NewFSConfig()
+	mount, err := stdlibSysFS(zipData)
+	if mount == nil || err != nil {
+		return cfg, err
+	}
+	return cfg.(sysfs.FSConfig).WithSysFSMount(mount, stdlibMount), nil
+}
+
+// stdlibSysFS is the standard library's file system, nil for none: what
+// stdlibFS mounts, for any engine.
+func stdlibSysFS(zipData []byte) (experimentalsys.FS, error) {
 	if zipData == nil {
-		return cfg, nil
+		return nil, nil
 	}
 	zr, err := zip.NewReader(bytes.NewReader(zipData), int64(len(zipData)))
 	if err != nil {
@@ -37,8 +47,7 @@ func stdlibFS(zipData []byte) (wazero.FSConfig, error) {
 			"it comes from an older build.sh; run `make` to rebuild it")
 	}
 	files := seekableFS{zr}
-	mount := &linuxPaths{FS: &readOnlyFS{sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: files}}}, files: files}
-	return cfg.(sysfs.FSConfig).WithSysFSMount(mount, stdlibMount), nil
+	return &linuxPaths{FS: &readOnlyFS{sysfs.ReadFS{FS: &sysfs.AdaptFS{FS: files}}}, files: files}, nil
 }
 
 // readOnlyFS refuses every change with EROFS, as a read-only mount does.
