@@ -522,7 +522,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	start := time.Now()
 	var runErr error
 	if e.alt != nil {
-		runErr, mem = e.alt.run(runCtx, st, memLimit, budget)
+		mem, runErr = e.alt.run(runCtx, st, memLimit, budget)
 	} else if p != nil {
 		defer p.close()
 		runErr = p.run(runCtx, memLimit, budget)

@@ -95,6 +95,10 @@ type runState struct {
 	fs     experimentalsys.FS // the run's file system at /; nil: none
 	app    experimentalsys.FS // the run's program at AppMount; nil: none
 	intr   interrupter
+	// onJob, when set, runs as the runner takes its job: an instance that
+	// was not parked starts counting the run's fuel there, as a parked
+	// one does, so the same job costs the same on every engine.
+	onJob func()
 
 	mu      sync.Mutex
 	pending *response // kept by call until take
@@ -260,6 +264,9 @@ func (st *runState) serve(ctx context.Context, req request) response {
 		case <-st.ready:
 		case <-ctx.Done():
 			return errorResponse(hostfuncs.Errorf(hostfuncs.HostError, "the instance was discarded before a job came"))
+		}
+		if st.onJob != nil {
+			st.onJob()
 		}
 		return response{kindJSON, st.job}
 	case "_source": // raw bytes, straight from the Run's string

@@ -61,9 +61,9 @@ var newWasmtime func(ctx context.Context, e *Engine, cfg Config) (altEngine, err
 // host functions and how an outcome is classified.
 type altEngine interface {
 	// run runs the job bound to st in a fresh instance, with the memory
-	// limit and fuel budget, and returns the error the instance's call
-	// ended with (a trap, an exit, a stop) and the memory it used.
-	run(ctx context.Context, st *runState, memLimit uint64, budget int64) (runErr error, mem *memory)
+	// limit and fuel budget, and returns the memory it used and the error
+	// the instance's call ended with (a trap, an exit, a stop).
+	run(ctx context.Context, st *runState, memLimit uint64, budget int64) (*memory, error)
 	close() error
 }
 
@@ -99,13 +99,13 @@ type counter interface {
 }
 
 // hostFunc is one function the host gives the guest, the same for every
-// engine: its arguments and results are i32s in stack, which holds the
-// arguments on entry and the results on return (wazero's GoModuleFunc
-// convention). A host function stops the run by panicking with errFuel or
+// engine: params and results are its types, one letter each, i for i32 and
+// I for i64; stack holds the arguments on entry and the results on return
+// (wazero's GoModuleFunc convention), i32s zero-extended. A host function stops the run by panicking with errFuel or
 // errStopped; each engine turns that into its call's error.
 type hostFunc struct {
 	module, name    string
-	params, results int
+	params, results string
 	fn              func(ctx context.Context, in instance, stack []uint64)
 }
 
@@ -113,9 +113,9 @@ type hostFunc struct {
 // host-call ABI (hostcall.go) and poll_oneoff, which serves both sleeps and
 // the fuel meter's refuel (see refuelImport).
 var hostFuncs = []hostFunc{
-	{module: hostModule, name: "call", params: 6, results: 1, fn: hostCall},
-	{module: hostModule, name: "take", params: 2, results: 1, fn: hostTake},
-	{module: "wasi_snapshot_preview1", name: "poll_oneoff", params: 4, results: 1, fn: pollOneoff},
+	{module: hostModule, name: "call", params: "iiiiii", results: "i", fn: hostCall},
+	{module: hostModule, name: "take", params: "ii", results: "i", fn: hostTake},
+	{module: wasiModule, name: "poll_oneoff", params: "iiii", results: "i", fn: pollOneoff},
 }
 
 // memBytes is a guestMemory over a byte slice: an engine whose memory is

@@ -47,7 +47,7 @@ func instantiateHostModules(ctx context.Context, rt wazero.Runtime) error {
 			builders[f.module] = b
 			order = append(order, f.module)
 		}
-		b.NewFunctionBuilder().WithGoModuleFunction(wazeroHostFunc(f), i32s(f.params), i32s(f.results)).Export(f.name)
+		b.NewFunctionBuilder().WithGoModuleFunction(wazeroHostFunc(f), valueTypes(f.params), valueTypes(f.results)).Export(f.name)
 	}
 	for _, name := range order {
 		if _, err := builders[name].Instantiate(ctx); err != nil {
@@ -57,10 +57,14 @@ func instantiateHostModules(ctx context.Context, rt wazero.Runtime) error {
 	return nil
 }
 
-func i32s(n int) []api.ValueType {
-	t := make([]api.ValueType, n)
-	for i := range t {
+// valueTypes are the types a hostFunc's params or results spell.
+func valueTypes(sig string) []api.ValueType {
+	t := make([]api.ValueType, len(sig))
+	for i, c := range sig {
 		t[i] = api.ValueTypeI32
+		if c == 'I' {
+			t[i] = api.ValueTypeI64
+		}
 	}
 	return t
 }

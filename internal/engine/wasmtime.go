@@ -1,0 +1,418 @@
+//go:build wasmtime && cgo
+
+package engine
+
+// #include <stdint.h>
+// #include <stdlib.h>
+// typedef struct wasmtime_store wasmtime_store_t;
+// extern void wasmtime_store_delete(wasmtime_store_t *store);
+import "C"
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"github.com/bytecodealliance/wasmtime-go/v39"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/wasmpy/wasmpy/internal/fuel"
+	"github.com/wasmpy/wasmpy/packages"
+)
+
+// wasmtimeVersion is the wasmtime the binding links: part of the compiled
+// module's cache key, since a serialized module loads only in the wasmtime
+// that made it.
+const wasmtimeVersion = "v39.0.1"
+
+func init() { newWasmtime = startWasmtime }
+
+// wtEngine runs the wasmpy build under wasmtime (Cranelift, optimised for
+// speed). The WASI functions and the host calls are ours (wasi.go,
+// hostcall.go), over the same file systems, streams, clock and meter that
+// wazero's runs use. Each run gets a fresh store and instance, whose
+// memory is a copy of the image.
+type wtEngine struct {
+	e       *Engine
+	engine  *wasmtime.Engine
+	module  *wasmtime.Module
+	linker  *wasmtime.Linker
+	fixed   []wasiMount // the standard library's and the site's
+	image   []byte
+	runCode uint32
+}
+
+func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error) {
+	if cfg.Unmetered {
+		return nil, errors.New("wasmpy: the wasmtime engine runs metered only (yet): it stops runs at their fuel refuels")
+	}
+	cacheDir := cfg.CacheDir
+	if cacheDir != "" {
+		cacheDir = filepath.Join(cacheDir, "wasmtime")
+	}
+	wc := wasmtime.NewConfig()
+	wc.SetStrategy(wasmtime.StrategyCranelift)
+	wc.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
+	w := &wtEngine{e: e, engine: wasmtime.NewEngineWithConfig(wc)}
+	stdlib, err := stdlibSysFS(e.interp.Stdlib)
+	if err != nil {
+		return nil, err
+	}
+	if stdlib != nil {
+		w.fixed = append(w.fixed, wasiMount{path: stdlibMount, fs: stdlib})
+	}
+	if site := e.site.sysFS(); site != nil {
+		w.fixed = append(w.fixed, wasiMount{path: packages.SiteDir, fs: site})
+	}
+	wasm, err := e.prepare(cfg.CacheDir) // the same prepared module as wazero's
+	if err != nil {
+		return nil, err
+	}
+	if w.module, err = w.compile(wasm, cacheDir); err != nil {
+		return nil, err
+	}
+	if w.linker, err = w.link(); err != nil {
+		return nil, err
+	}
+	if err := w.snapshot(ctx, cacheDir); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// compile compiles the prepared interpreter, or loads what an earlier
+// process compiled: the cache is keyed by the module's SHA-256 and the
+// wasmtime version.
+func (w *wtEngine) compile(wasm []byte, cacheDir string) (*wasmtime.Module, error) {
+	var path string
+	if cacheDir != "" {
+		key := fmt.Sprintf("%x", sha256.Sum256(append([]byte(wasmtimeVersion+" "+runtime.GOARCH+" speed\x00"), wasm...)))
+		path = filepath.Join(cacheDir, "compiled", key[:24]+".cwasm")
+		if _, err := os.Stat(path); err == nil {
+			if m, err := wasmtime.NewModuleDeserializeFile(w.engine, path); err == nil {
+				return m, nil
+			}
+		}
+	}
+	m, err := wasmtime.NewModule(w.engine, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("wasmpy: compile interpreter: %w", err)
+	}
+	if path != "" {
+		if b, err := m.Serialize(); err == nil {
+			// A cache that cannot be written costs the next process time, nothing else.
+			_ = writeFileAtomic(path, b)
+		}
+	}
+	return m, nil
+}
+
+// link defines the host functions: WASI's (wasi.go) and ours (seam.go).
+func (w *wtEngine) link() (*wasmtime.Linker, error) {
+	l := wasmtime.NewLinker(w.engine)
+	for _, f := range append(append([]hostFunc{}, wasiFuncs...), hostFuncs...) {
+		ty := wasmtime.NewFuncType(valTypes(f.params), valTypes(f.results))
+		if err := l.FuncNew(f.module, f.name, ty, wtHostFunc(f)); err != nil {
+			return nil, fmt.Errorf("wasmpy: host function %s.%s: %w", f.module, f.name, err)
+		}
+	}
+	return l, nil
+}
+
+func valTypes(sig string) []*wasmtime.ValType {
+	t := make([]*wasmtime.ValType, len(sig))
+	for i, c := range sig {
+		t[i] = wasmtime.NewValType(wasmtime.KindI32)
+		if c == 'I' {
+			t[i] = wasmtime.NewValType(wasmtime.KindI64)
+		}
+	}
+	return t
+}
+
+// wtHostFunc is f as a wasmtime callback. A panic that stops the run
+// (errFuel, errStopped, an exit) becomes a trap, and the instance keeps
+// the error for its call to return.
+func wtHostFunc(f hostFunc) func(*wasmtime.Caller, []wasmtime.Val) ([]wasmtime.Val, *wasmtime.Trap) {
+	return func(c *wasmtime.Caller, args []wasmtime.Val) (results []wasmtime.Val, trap *wasmtime.Trap) {
+		in := c.Data().(*wtInstance)
+		prev := in.cur
+		in.cur = c
+		defer func() { in.cur = prev }()
+		stack := make([]uint64, max(len(args), len(f.results)))
+		for i, a := range args {
+			if a.Kind() == wasmtime.KindI64 {
+				stack[i] = uint64(a.I64())
+			} else {
+				stack[i] = uint64(uint32(a.I32()))
+			}
+		}
+		if err := in.serve(f, stack); err != nil {
+			return nil, wasmtime.NewTrap(err.Error())
+		}
+		results = make([]wasmtime.Val, len(f.results))
+		for i, c := range f.results {
+			if c == 'I' {
+				results[i] = wasmtime.ValI64(int64(stack[i]))
+			} else {
+				results[i] = wasmtime.ValI32(int32(uint32(stack[i])))
+			}
+		}
+		return results, nil
+	}
+}
+
+// wtInstance is one instance in its own store.
+type wtInstance struct {
+	store *wasmtime.Store
+	inst  *wasmtime.Instance
+	mem   *wasmtime.Memory
+	cur   wasmtime.Storelike // the store, or the caller during a host call
+	ctx   context.Context    // the run's, with its runState and files
+	files *wasiFiles
+	err   error // what stopped the instance, kept from the host function that did
+	funcs map[string]*wasmtime.Func
+}
+
+// serve runs a host function, turning the panic that stops a run into an
+// error (the first one is kept for the call to return).
+func (in *wtInstance) serve(f hostFunc, stack []uint64) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		e, ok := r.(error)
+		if !ok {
+			e = fmt.Errorf("wasmpy: host function %s failed: %v", f.name, r)
+		}
+		var exit *sys.ExitError
+		if !errors.Is(e, errFuel) && !errors.Is(e, errStopped) && !errors.As(e, &exit) && !strings.HasPrefix(e.Error(), "wasmpy: host function") {
+			e = fmt.Errorf("wasmpy: host function %s failed: %s", f.name, e.Error())
+		}
+		if in.err == nil {
+			in.err = e
+		}
+		err = e
+	}()
+	f.fn(in.ctx, in, stack)
+	return nil
+}
+
+func (in *wtInstance) export(name string) exportFunc {
+	fn, ok := in.funcs[name]
+	if !ok {
+		fn = in.inst.GetFunc(in.cur, name)
+		in.funcs[name] = fn
+	}
+	if fn == nil {
+		return nil
+	}
+	return func(_ context.Context, args ...uint64) (uint64, error) {
+		vals := make([]any, len(args))
+		for i, a := range args {
+			vals[i] = int32(uint32(a))
+		}
+		r, err := fn.Call(in.cur, vals...)
+		if err != nil {
+			return 0, in.callError(err)
+		}
+		switch v := r.(type) {
+		case int32:
+			return uint64(uint32(v)), nil
+		case int64:
+			return uint64(v), nil
+		}
+		return 0, nil
+	}
+}
+
+// callError is the error a call into the instance ended with: what a host
+// function stopped it with, else the trap, in the words wazero uses
+// (classify reads "wasm error: unreachable" as an abort).
+func (in *wtInstance) callError(err error) error {
+	if in.err != nil {
+		return in.err
+	}
+	var trap *wasmtime.Trap
+	if errors.As(err, &trap) {
+		if code := trap.Code(); code != nil {
+			switch *code {
+			case wasmtime.UnreachableCodeReached:
+				return errors.New("wasm error: unreachable")
+			case wasmtime.StackOverflow:
+				return errors.New("wasm error: stack overflow")
+			case wasmtime.MemoryOutOfBounds:
+				return errors.New("wasm error: out of bounds memory access")
+			case wasmtime.IndirectCallToNull, wasmtime.TableOutOfBounds, wasmtime.BadSignature:
+				return errors.New("wasm error: invalid table access")
+			case wasmtime.IntegerDivisionByZero:
+				return errors.New("wasm error: integer divide by zero")
+			case wasmtime.IntegerOverflow, wasmtime.BadConversionToInteger:
+				return errors.New("wasm error: integer overflow")
+			}
+		}
+		return errors.New("wasm error: " + firstLine(trap))
+	}
+	return err
+}
+
+func (in *wtInstance) memory() guestMemory {
+	return memBytes(in.mem.UnsafeData(in.cur))
+}
+
+// wtGlobal is the fuel global of an instance.
+type wtGlobal struct {
+	g  *wasmtime.Global
+	in *wtInstance
+}
+
+func (g wtGlobal) Get() uint64  { return uint64(g.g.Get(g.in.cur).I64()) }
+func (g wtGlobal) Set(v uint64) { _ = g.g.Set(g.in.cur, wasmtime.ValI64(int64(v))) }
+
+// instantiate makes an instance in a store of its own, with st's streams,
+// clock and file systems, and its memory limited to limit bytes.
+func (w *wtEngine) instantiate(ctx context.Context, st *runState, limit uint64, env []string) (*wtInstance, error) {
+	in := &wtInstance{funcs: map[string]*wasmtime.Func{}}
+	in.store = wasmtime.NewStoreWithData(w.engine, in)
+	in.cur = in.store
+	in.store.Limiter(int64(limit), -1, -1, -1, -1)
+	mounts := append(append([]wasiMount{}, w.fixed...), wasiMount{path: filesMount, fs: boundFS{st: st}}, wasiMount{path: AppMount, fs: boundFS{st: st, app: true}})
+	in.files = newWasiFiles(st, env, mounts)
+	in.ctx = withFiles(context.WithValue(ctx, stateKey{}, st), in.files)
+	inst, err := w.linker.Instantiate(in.store, w.module)
+	if err != nil {
+		in.close()
+		return nil, fmt.Errorf("wasmpy: instantiate: %w", err)
+	}
+	in.inst = inst
+	ex := inst.GetExport(in.store, "memory")
+	if ex == nil || ex.Memory() == nil {
+		in.close()
+		return nil, errors.New("wasmpy: the interpreter exports no memory")
+	}
+	in.mem = ex.Memory()
+	return in, nil
+}
+
+// close frees the store now rather than when Go's collector finalizes it:
+// its memory is the run's whole heap.
+func (in *wtInstance) close() {
+	if in.files != nil {
+		in.files.close()
+	}
+	s := in.store
+	if s == nil {
+		return
+	}
+	in.store, in.cur = nil, nil
+	runtime.SetFinalizer(s, nil)
+	ptr := *(**C.wasmtime_store_t)(unsafe.Pointer(s)) // Store's first field, _ptr
+	C.wasmtime_store_delete(ptr)
+}
+
+// counter is the instance's fuel global, nil for an unmetered module.
+func (in *wtInstance) counter() counter {
+	ex := in.inst.GetExport(in.store, fuel.GlobalName)
+	if ex == nil || ex.Global() == nil {
+		return nil
+	}
+	return wtGlobal{g: ex.Global(), in: in}
+}
+
+// snapshot makes the image (or loads it from the cache).
+func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
+	var path string
+	if cacheDir != "" {
+		path = imagePath(filepath.Join(cacheDir, "snapshots"), w.e.key)
+		if data, runCode, err := readImageFile(path); err == nil {
+			w.image, w.runCode = data, runCode
+			return nil
+		}
+	}
+	stderr := &output{keep: 64 << 10, limit: NoOutputLimit, full: func() {}}
+	st := newRunState(w.e.newMeter())
+	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
+	close(st.ready)
+	in, err := w.instantiate(ctx, st, maxMemory, append(guestEnv(), "PYTHONHOME=/usr/local"))
+	if err != nil {
+		return err
+	}
+	defer in.close()
+	st.meter.startCounter(in.counter(), 1<<62)
+	defer st.meter.stop()
+	data, runCode, err := w.e.boot(in.ctx, in, stderr)
+	if err != nil {
+		return err
+	}
+	w.image, w.runCode = data, runCode
+	if path != "" {
+		_ = writeImage(path, data, &image{runCode: runCode})
+	}
+	return nil
+}
+
+// readImageFile reads a cached image whole.
+func readImageFile(path string) ([]byte, uint32, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	img, err := readHeader(f)
+	if err != nil {
+		return nil, 0, err
+	}
+	data := make([]byte, img.size)
+	if _, err := f.ReadAt(data, img.off); err != nil && err != io.EOF {
+		return nil, 0, err
+	}
+	return data, img.runCode, nil
+}
+
+// guestEnv is the environment every run's guest sees (as wazero's
+// moduleConfig gives it).
+func guestEnv() []string { return []string{"PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1"} }
+
+func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget int64) (*memory, error) {
+	mem := &memory{limit: limit}
+	if uint64(len(w.image)) > limit {
+		mem.refused.Store(true)
+		return mem, fmt.Errorf("the interpreter needs %d bytes of memory at start", len(w.image))
+	}
+	in, err := w.instantiate(ctx, st, limit, guestEnv())
+	if err != nil {
+		return mem, err
+	}
+	defer in.close()
+	if cur := in.mem.DataSize(in.store); uintptr(len(w.image)) > cur {
+		if _, err := in.mem.Grow(in.store, uint64((uintptr(len(w.image))-cur)/65536)); err != nil {
+			mem.refused.Store(true)
+			return mem, fmt.Errorf("memory for the image refused: %w", err)
+		}
+	}
+	copy(in.mem.UnsafeData(in.store), w.image)
+	st.intr.in, st.intr.ctx = in, in.ctx
+	st.meter.startCounter(in.counter(), math.MaxInt64) // the runner's start is not the run's
+	st.onJob = func() { st.meter.reset(budget) }
+	_, runErr := callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.runCode))
+	st.meter.stop()
+	size := uint64(in.mem.DataSize(in.store))
+	mem.peak.Store(size)
+	return mem, runErr
+}
+
+func (w *wtEngine) close() error {
+	w.linker.Close()
+	w.module.Close()
+	w.engine.Close()
+	return nil
+}
