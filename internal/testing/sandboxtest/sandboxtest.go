@@ -20,11 +20,13 @@ var (
 )
 
 // Shared is the test binary's sandbox on the interpreter `make` installed
-// ($WASMPY_INTERPRETER overrides it), opened on first use.
+// ($WASMPY_INTERPRETER overrides it), under the engine $WASMPY_ENGINE names
+// (wazero by default: `make test` runs the suite again on wasmtime),
+// opened on first use.
 func Shared(t testing.TB) *wasmpy.Sandbox {
 	t.Helper()
 	once.Do(func() {
-		sb, err = wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")})
+		sb, err = wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Engine: os.Getenv("WASMPY_ENGINE")})
 	})
 	require.NoError(t, err, "run `make` first to install the interpreter")
 	return sb
