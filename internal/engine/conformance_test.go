@@ -36,6 +36,8 @@ func TestOutcomesOnEachEngine(t *testing.T) {
 			{name: "timeout", run: Run{Code: "while True: pass", Timeout: 300 * time.Millisecond}, kind: KindTimeout, exit: 124},
 			{name: "sleep past timeout", run: Run{Code: "import time; time.sleep(30)", Timeout: 300 * time.Millisecond}, kind: KindTimeout, exit: 124},
 			{name: "fuel", run: Run{Code: "while True: pass", Fuel: 10_000_000}, kind: KindFuel, exit: 123},
+			{name: "memory", run: Run{Code: "b = bytearray(200 << 20)", MemoryLimit: 64 << 20}, kind: KindMemory, exit: 121},
+			{name: "memory, growing", run: Run{Code: "l = []\nwhile True: l.append(bytearray(1 << 20))", MemoryLimit: 64 << 20}, kind: KindMemory, exit: 121},
 			{name: "output", run: Run{Code: "while True: print('x' * 1000)", OutputLimit: 64 << 10}, kind: KindOutput, exit: 122},
 			{name: "stdin", run: Run{Code: "import sys; print(sys.stdin.read().upper())", Stdin: strings.NewReader("abc")}, stdout: "ABC\n"},
 			{name: "sleep and clock", run: Run{Code: "import time; t = time.time(); time.sleep(0.05); print(time.time() - t >= 0.05)", Deterministic: true}, stdout: "True\n"},

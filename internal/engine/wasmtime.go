@@ -13,7 +13,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -46,8 +45,7 @@ type wtEngine struct {
 	module  *wasmtime.Module
 	linker  *wasmtime.Linker
 	fixed   []wasiMount // the standard library's and the site's
-	image   []byte
-	runCode uint32
+	img     *image      // mapped into each instance's memory (or copied)
 }
 
 func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error) {
@@ -61,6 +59,7 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	wc := wasmtime.NewConfig()
 	wc.SetStrategy(wasmtime.StrategyCranelift)
 	wc.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
+	installMemory(wc)
 	w := &wtEngine{e: e, engine: wasmtime.NewEngineWithConfig(wc)}
 	stdlib, err := stdlibSysFS(e.interp.Stdlib)
 	if err != nil {
@@ -179,6 +178,7 @@ type wtInstance struct {
 	ctx   context.Context    // the run's, with its runState and files
 	files *wasiFiles
 	err   error // what stopped the instance, kept from the host function that did
+	ms    memState
 	funcs map[string]*wasmtime.Func
 }
 
@@ -280,15 +280,22 @@ func (g wtGlobal) Set(v uint64) { _ = g.g.Set(g.in.cur, wasmtime.ValI64(int64(v)
 
 // instantiate makes an instance in a store of its own, with st's streams,
 // clock and file systems, and its memory limited to limit bytes.
-func (w *wtEngine) instantiate(ctx context.Context, st *runState, limit uint64, env []string) (*wtInstance, error) {
+func (w *wtEngine) instantiate(ctx context.Context, st *runState, limit uint64, env []string, img *image) (*wtInstance, error) {
 	in := &wtInstance{funcs: map[string]*wasmtime.Func{}}
 	in.store = wasmtime.NewStoreWithData(w.engine, in)
 	in.cur = in.store
-	in.store.Limiter(int64(limit), -1, -1, -1, -1)
+	if !customMemory {
+		in.store.Limiter(int64(limit), -1, -1, -1, -1)
+	}
 	mounts := append(append([]wasiMount{}, w.fixed...), wasiMount{path: filesMount, fs: boundFS{st: st}}, wasiMount{path: AppMount, fs: boundFS{st: st, app: true}})
 	in.files = newWasiFiles(st, env, mounts)
 	in.ctx = withFiles(context.WithValue(ctx, stateKey{}, st), in.files)
-	inst, err := w.linker.Instantiate(in.store, w.module)
+	var inst *wasmtime.Instance
+	var err error
+	in.ms, err = withMemory(limit, img, func() (err error) {
+		inst, err = w.linker.Instantiate(in.store, w.module)
+		return err
+	})
 	if err != nil {
 		in.close()
 		return nil, fmt.Errorf("wasmpy: instantiate: %w", err)
@@ -333,8 +340,8 @@ func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
 	var path string
 	if cacheDir != "" {
 		path = imagePath(filepath.Join(cacheDir, "snapshots"), w.e.key)
-		if data, runCode, err := readImageFile(path); err == nil {
-			w.image, w.runCode = data, runCode
+		if img, err := openImage(path); err == nil {
+			w.img = img
 			return nil
 		}
 	}
@@ -342,40 +349,23 @@ func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
 	st := newRunState(w.e.newMeter())
 	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
 	close(st.ready)
-	in, err := w.instantiate(ctx, st, maxMemory, append(guestEnv(), "PYTHONHOME=/usr/local"))
+	in, err := w.instantiate(ctx, st, maxMemory, append(guestEnv(), "PYTHONHOME=/usr/local"), nil)
 	if err != nil {
 		return err
 	}
 	defer in.close()
-	st.meter.startCounter(in.counter(), 1<<62)
+	st.meter.startCounter(in.counter(), math.MaxInt64)
 	defer st.meter.stop()
 	data, runCode, err := w.e.boot(in.ctx, in, stderr)
 	if err != nil {
 		return err
 	}
-	w.image, w.runCode = data, runCode
+	w.img = newImage(data, runCode)
 	if path != "" {
-		_ = writeImage(path, data, &image{runCode: runCode})
+		// A cache that cannot be written costs the next process time, nothing else.
+		_ = writeImage(path, data, w.img)
 	}
 	return nil
-}
-
-// readImageFile reads a cached image whole.
-func readImageFile(path string) ([]byte, uint32, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	img, err := readHeader(f)
-	if err != nil {
-		return nil, 0, err
-	}
-	data := make([]byte, img.size)
-	if _, err := f.ReadAt(data, img.off); err != nil && err != io.EOF {
-		return nil, 0, err
-	}
-	return data, img.runCode, nil
 }
 
 // guestEnv is the environment every run's guest sees (as wazero's
@@ -384,33 +374,40 @@ func guestEnv() []string { return []string{"PYTHONHASHSEED=0", "PYTHONDONTWRITEB
 
 func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget int64) (*memory, error) {
 	mem := &memory{limit: limit}
-	if uint64(len(w.image)) > limit {
+	if uint64(w.img.size) > limit {
 		mem.refused.Store(true)
-		return mem, fmt.Errorf("the interpreter needs %d bytes of memory at start", len(w.image))
+		return mem, fmt.Errorf("the interpreter needs %d bytes of memory at start", w.img.size)
 	}
-	in, err := w.instantiate(ctx, st, limit, guestEnv())
+	in, err := w.instantiate(ctx, st, limit, guestEnv(), w.img)
 	if err != nil {
 		return mem, err
 	}
 	defer in.close()
-	if cur := in.mem.DataSize(in.store); uintptr(len(w.image)) > cur {
-		if _, err := in.mem.Grow(in.store, uint64((uintptr(len(w.image))-cur)/65536)); err != nil {
+	if cur := in.mem.DataSize(in.store); uintptr(w.img.size) > cur {
+		if _, err := in.mem.Grow(in.store, uint64((uintptr(w.img.size)-cur)/65536)); err != nil {
 			mem.refused.Store(true)
 			return mem, fmt.Errorf("memory for the image refused: %w", err)
 		}
 	}
-	copy(in.mem.UnsafeData(in.store), w.image)
+	if !in.ms.mapped(w.img) {
+		copy(in.mem.UnsafeData(in.store), w.img.data)
+	}
 	st.intr.in, st.intr.ctx = in, in.ctx
 	st.meter.startCounter(in.counter(), math.MaxInt64) // the runner's start is not the run's
 	st.onJob = func() { st.meter.reset(budget) }
-	_, runErr := callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.runCode))
+	_, runErr := callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
 	st.meter.stop()
-	size := uint64(in.mem.DataSize(in.store))
-	mem.peak.Store(size)
+	mem.peak.Store(uint64(in.mem.DataSize(in.store)))
+	if in.ms.refused() {
+		mem.refused.Store(true)
+	}
 	return mem, runErr
 }
 
 func (w *wtEngine) close() error {
+	if w.img != nil {
+		closeImage(w.img)
+	}
 	w.linker.Close()
 	w.module.Close()
 	w.engine.Close()
