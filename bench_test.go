@@ -41,7 +41,7 @@ func baselineKinds() []string {
 // to a service do, and find that instance ready.
 func BenchmarkPrint1(b *testing.B) {
 	job := wasmpy.Job{Code: "print(1)"}
-	for _, kind := range append([]string{"wasmpy", "wasmpy-spaced", "sci", "npm"}, baselineKinds()...) {
+	for _, kind := range append(append([]string{"wasmpy", "wasmpy-spaced", "sci", "npm"}, otherEngines("wasmpy")...), baselineKinds()...) {
 		b.Run(kind, func(b *testing.B) {
 			sb := benchSandbox(b, strings.TrimSuffix(kind, "-spaced"))
 			var times []time.Duration
@@ -167,13 +167,24 @@ func benchSandbox(b *testing.B, kind string) *wasmpy.Sandbox {
 	if kind == "baseline" {
 		kind = os.Getenv("WASMPY_BENCH_BASELINE")
 	}
-	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: kind})
+	kind, eng, _ := strings.Cut(kind, "@") // wasmpy@wasmtime: on that engine
+	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: kind, Engine: eng})
 	require.NoError(b, err)
 	b.Cleanup(func() { sb.Close(context.Background()) })
 	// One run first, so the benchmark measures runs, not the first one.
 	_, err = sb.Run(context.Background(), wasmpy.Job{Code: "pass"})
 	require.NoError(b, err)
 	return sb
+}
+
+// otherEngines are kind on each engine but the default, as kind@engine,
+// for a benchmark to measure beside the default's.
+func otherEngines(kind string) []string {
+	var kinds []string
+	for _, e := range wasmpy.Engines()[1:] {
+		kinds = append(kinds, kind+"@"+e)
+	}
+	return kinds
 }
 
 // nativePython is the python3 on PATH, itself, not a wrapper such as
@@ -199,7 +210,13 @@ func benchNative(b *testing.B, args ...string) {
 func BenchmarkHostCall(b *testing.B) {
 	dir := b.TempDir()
 	require.NoError(b, os.WriteFile(filepath.Join(dir, "mib.bin"), make([]byte, 1<<20), 0o644))
-	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "wasmpy",
+	for _, eng := range wasmpy.Engines() {
+		b.Run(eng, func(b *testing.B) { benchHostCall(b, dir, eng) })
+	}
+}
+
+func benchHostCall(b *testing.B, dir, eng string) {
+	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "wasmpy", Engine: eng,
 		HostFuncs: hostfuncs.Table{"echo": hostfuncs.Typed(func(ctx context.Context, a struct{ X int }) (int, error) { return a.X, nil })},
 		Grants:    []wasmpy.Capability{"echo", wasmpy.ReadFile, wasmpy.WriteFile}})
 	require.NoError(b, err)

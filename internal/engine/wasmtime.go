@@ -40,12 +40,12 @@ func init() { newWasmtime = startWasmtime }
 // wazero's runs use. Each run gets a fresh store and instance, whose
 // memory is a copy of the image.
 type wtEngine struct {
-	e       *Engine
-	engine  *wasmtime.Engine
-	module  *wasmtime.Module
-	linker  *wasmtime.Linker
-	fixed   []wasiMount // the standard library's and the site's
-	img     *image      // mapped into each instance's memory (or copied)
+	e      *Engine
+	engine *wasmtime.Engine
+	module *wasmtime.Module
+	linker *wasmtime.Linker
+	fixed  []wasiMount // the standard library's and the site's
+	img    *image      // mapped into each instance's memory (or copied)
 }
 
 func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error) {
