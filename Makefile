@@ -4,7 +4,8 @@
 #            WASMPY_SOURCES (default ../shared/sources beside the checkout, the
 #            main one for a git worktree, the origin for a local clone)
 # make test  runs every test against the real interpreter, then a 30s soak
-#            and the cluster test (about a minute)
+#            and the cluster test (about a minute); where cgo works, the engine
+#            and root tests again on the wasmtime engine
 # make packages  fetches the Debian packages of assets/build/packages.lock
 #            (sympy, networkx, dateutil...) that the package-set tests build into a set
 # make test-numpy  runs numpy's own test suite in the sandbox (sci interpreter,
@@ -26,6 +27,12 @@
 # make test-mcp-ts  drives bin/wasmpy mcp with the official TypeScript MCP SDK
 #            (installed by npm ci from its committed lock file)
 GO ?= go
+# The wasmtime engine (cgo; its Go module ships the static library for linux
+# and macOS on amd64 and arm64) is built in where cgo works there; WASMTIME=0
+# leaves it out. wazero stays the default engine either way.
+WASMTIME_PLATFORM := $(filter linux/amd64 linux/arm64 darwin/amd64 darwin/arm64,$(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH))
+WASMTIME ?= $(if $(and $(filter 1,$(shell $(GO) env CGO_ENABLED)),$(shell command -v "$$($(GO) env CC)"),$(WASMTIME_PLATFORM)),1,0)
+ENGINE_TAGS = $(if $(filter 1,$(WASMTIME)),-tags wasmtime)
 BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
 SCI_DIR = $(shell bin/wasmpy setup --sci-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
@@ -36,7 +43,7 @@ export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 all: wasmpy interpreter
 
 wasmpy:
-	$(GO) build -o bin/wasmpy ./cmd/wasmpy
+	$(GO) build $(ENGINE_TAGS) -o bin/wasmpy ./cmd/wasmpy
 
 # build.sh exits 3 when this host cannot build (no root, no apt): then the npm
 # interpreter, which `wasmpy setup` always installs, is what runs.
@@ -65,6 +72,13 @@ test: all packages setup
 	$(GO) vet ./...
 	WASMPY_STRICT=1 $(GO) test -count=1 -race -timeout 40m ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+ifeq ($(WASMTIME),1)
+	$(GO) vet -tags wasmtime ./internal/engine ./cmd/wasmpy .
+	$(GO) test -count=1 -tags wasmtime ./internal/engine ./cmd/wasmpy
+	WASMPY_ENGINE=wasmtime $(GO) test -count=1 -tags wasmtime .
+else
+	@echo "make: no cgo or C compiler here (or no wasmtime library for this platform): the wasmtime engine's tests skip"
+endif
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-mcp-ts
 	$(MAKE) --no-print-directory soak
