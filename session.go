@@ -203,6 +203,9 @@ func (s *Sandbox) NewSession(ctx context.Context) (*Session, error) {
 	if s.interp.Kind != "wasmpy" {
 		return nil, errors.New("wasmpy: sessions need the wasmpy interpreter build")
 	}
+	if s.engine.Name() != engine.Wazero {
+		return nil, ErrSessionEngine
+	}
 	return s.openSession(newSessionID(), &sessionState{overlay: &workspace.Overlay{}}, 0)
 }
 

@@ -202,6 +202,11 @@ func Engines() []string { return engine.Engines() }
 // built without the wasmtime tag.
 var ErrNoWasmtime = engine.ErrNoWasmtime
 
+// ErrSessionEngine is NewSession's and RestoreSession's error on an engine
+// other than wazero: a session keeps its memory as page deltas over
+// wazero's mapped image, which wasmtime runs do not have yet.
+var ErrSessionEngine = engine.ErrSessionEngine
+
 // CheckEngine reports an engine name this binary cannot run (Config.Engine):
 // an unknown one, or wasmtime in a binary built without it.
 func CheckEngine(name string) error { return engine.CheckEngine(name) }
