@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -109,17 +110,31 @@ func TestFuelDeterministic(t *testing.T) {
 func TestFuelSameOutputAsUnmetered(t *testing.T) {
 	code, err := os.ReadFile("../../testdata/bench/cpu.py")
 	require.NoError(t, err)
-	run := &Run{Code: string(code), Fuel: 1 << 40, Deterministic: true}
-	metered := runOn(t, testEngine(t, true), run)
-	run.Fuel = 0
-	plain := runOn(t, testEngine(t, false), run)
-	require.Nil(t, metered.Failure)
-	require.Equal(t, string(plain.Stdout), string(metered.Stdout))
-	require.Equal(t, string(plain.Stderr), string(metered.Stderr))
-	require.Zero(t, plain.FuelUsed)
+	for _, name := range Engines() {
+		t.Run(name, func(t *testing.T) {
+			run := &Run{Code: string(code), Fuel: 1 << 40, Deterministic: true}
+			metered := runOn(t, testEngineOn(t, name, true), run)
+			run.Fuel = 0
+			plain := runOn(t, testEngineOn(t, name, false), run)
+			require.Nil(t, metered.Failure)
+			require.Equal(t, string(plain.Stdout), string(metered.Stdout))
+			require.Equal(t, string(plain.Stderr), string(metered.Stderr))
+			require.Zero(t, plain.FuelUsed)
 
-	_, err = testEngine(t, false).Run(context.Background(), &Run{Code: "pass", Fuel: 10})
-	require.ErrorContains(t, err, "metered engine")
+			_, err = testEngineOn(t, name, false).Run(context.Background(), &Run{Code: "pass", Fuel: 10})
+			require.ErrorContains(t, err, "metered engine")
+
+			// Without fuel, a deadline still stops compute (wazero: its
+			// context checks; wasmtime: epoch interruption).
+			out := runOn(t, testEngineOn(t, name, false), &Run{Code: "while True: pass", Timeout: 200 * time.Millisecond})
+			require.Equal(t, KindTimeout, out.Failure.Kind)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(100*time.Millisecond, cancel)
+			out, err = testEngineOn(t, name, false).Run(ctx, &Run{Code: "while True: pass"})
+			require.NoError(t, err)
+			require.Equal(t, KindInterrupted, out.Failure.Kind)
+		})
+	}
 }
 
 // The guest cannot catch running out, nor reach the counter to refill it.

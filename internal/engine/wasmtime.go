@@ -38,7 +38,7 @@ func init() { newWasmtime = startWasmtime }
 // speed). The WASI functions and the host calls are ours (wasi.go,
 // hostcall.go), over the same file systems, streams, clock and meter that
 // wazero's runs use. Each run gets a fresh store and instance, whose
-// memory is a copy of the image.
+// memory maps the image copy-on-write (wasmtime_memory.go).
 type wtEngine struct {
 	e      *Engine
 	engine *wasmtime.Engine
@@ -46,12 +46,10 @@ type wtEngine struct {
 	linker *wasmtime.Linker
 	fixed  []wasiMount // the standard library's and the site's
 	img    *image      // mapped into each instance's memory (or copied)
+	epochs *epochs     // an unmetered engine's epoch ticks
 }
 
 func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error) {
-	if cfg.Unmetered {
-		return nil, errors.New("wasmpy: the wasmtime engine runs metered only (yet): it stops runs at their fuel refuels")
-	}
 	cacheDir := cfg.CacheDir
 	if cacheDir != "" {
 		cacheDir = filepath.Join(cacheDir, "wasmtime")
@@ -60,7 +58,13 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	wc.SetStrategy(wasmtime.StrategyCranelift)
 	wc.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
 	installMemory(wc)
+	// A metered run stops at its next refuel (see meter); an unmetered
+	// one at the next epoch tick after its context is done.
+	wc.SetEpochInterruption(cfg.Unmetered)
 	w := &wtEngine{e: e, engine: wasmtime.NewEngineWithConfig(wc)}
+	if cfg.Unmetered {
+		w.epochs = &epochs{engine: w.engine}
+	}
 	stdlib, err := stdlibSysFS(e.interp.Stdlib)
 	if err != nil {
 		return nil, err
@@ -393,6 +397,9 @@ func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget i
 		copy(in.mem.UnsafeData(in.store), w.img.data)
 	}
 	st.intr.in, st.intr.ctx = in, in.ctx
+	if w.epochs != nil {
+		defer w.epochs.watch(ctx, in.store)()
+	}
 	st.meter.startCounter(in.counter(), math.MaxInt64) // the runner's start is not the run's
 	st.onJob = func() { st.meter.reset(budget) }
 	_, runErr := callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
