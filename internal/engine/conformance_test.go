@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -180,5 +181,30 @@ func TestTrapsUnderConcurrency(t *testing.T) {
 		}
 		out := runOn(t, e, &Run{Code: "print('still here')"})
 		require.Equal(t, "still here\n", string(out.Stdout))
+	})
+}
+
+// Ctrl-C reaches the guest as KeyboardInterrupt on every engine, in
+// compute, asleep, and waiting for stdin; its output streams as it runs.
+func TestInterruptOnEachEngine(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *Engine) {
+		for name, code := range map[string]string{
+			"compute": "while True: pass",
+			"sleep":   "import time; time.sleep(60)",
+			"stdin":   "import sys; sys.stdin.read()",
+		} {
+			t.Run(name, func(t *testing.T) {
+				intr := make(chan struct{}, 1)
+				stdinR, stdinW := io.Pipe()
+				defer stdinW.Close()
+				var streamed strings.Builder
+				time.AfterFunc(200*time.Millisecond, func() { intr <- struct{}{} })
+				out := runOn(t, e, &Run{Code: "print('started', flush=True)\ntry:\n    " + strings.ReplaceAll(code, "\n", "\n    ") +
+					"\nexcept KeyboardInterrupt:\n    print('caught')\n", Interrupt: intr, Stdin: stdinR, Stdout: &streamed, Timeout: 20 * time.Second})
+				require.Nil(t, out.Failure, "%+v %s", out.Failure, out.Stderr)
+				require.Equal(t, "started\ncaught\n", string(out.Stdout))
+				require.Equal(t, "started\ncaught\n", streamed.String())
+			})
+		}
 	})
 }
