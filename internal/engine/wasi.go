@@ -37,7 +37,15 @@ var wasiFuncs = []hostFunc{
 	}),
 	wasiFunc("fd_fdstat_get", "ii", fdFdstatGet),
 	wasiFunc("fd_fdstat_set_flags", "ii", func(f *wasiFiles, _ guestMemory, s []uint64) uint16 {
-		return f.withFile(s[0], func(fl experimentalsys.File) experimentalsys.Errno { return fl.SetAppend(s[1]&fdflagAppend != 0) })
+		return f.withFile(s[0], func(fl experimentalsys.File) experimentalsys.Errno {
+			if errno := fl.SetAppend(s[1]&fdflagAppend != 0); errno != 0 {
+				return errno
+			}
+			if nb, ok := fl.(nonblocker); ok {
+				return nb.SetNonblock(s[1]&fdflagNonblock != 0)
+			}
+			return 0
+		})
 	}),
 	wasiFunc("fd_filestat_get", "ii", fdFilestatGet),
 	wasiFunc("fd_filestat_set_size", "iI", func(f *wasiFiles, _ guestMemory, s []uint64) uint16 {
@@ -127,7 +135,6 @@ const (
 	errnoRange       = 68
 	errnoRofs        = 69
 	errnoSpipe       = 70
-	errnoXdev        = 75
 	errnoNotcapable  = 76
 )
 
@@ -190,6 +197,13 @@ func wasiFunc(name, params string, fn func(f *wasiFiles, m guestMemory, stack []
 		}
 		stack[0] = uint64(fn(f, in.memory(), stack))
 	}}
+}
+
+// nonblocker is a file that keeps O_NONBLOCK (wazero's own files and the
+// workspace's do: the flag is only kept and reported).
+type nonblocker interface {
+	IsNonblock() bool
+	SetNonblock(bool) experimentalsys.Errno
 }
 
 // wasiMount is a file system the guest finds at path (a preopen).
@@ -334,8 +348,8 @@ func (f *wasiFiles) twoPaths(m guestMemory, fd1, p1, n1, fd2, p2, n2 uint64, fn 
 	if e != 0 {
 		return e
 	}
-	if mount1 != mount2 {
-		return errnoXdev
+	if mount1 != mount2 { // across mounts: not supported, as under wazero
+		return errnoNosys
 	}
 	return wasiErrno(fn(fs1, rel1, rel2))
 }
@@ -435,7 +449,8 @@ const (
 	filetypeRegular     = 4
 	filetypeSymlink     = 7
 
-	fdflagAppend = 1
+	fdflagAppend   = 1
+	fdflagNonblock = 4
 
 	rightFdRead  = 1 << 1
 	rightFdSeek  = 1 << 2
@@ -483,6 +498,9 @@ func fdFdstatGet(f *wasiFiles, m guestMemory, s []uint64) uint16 {
 		typ = filetype(st.Mode)
 		if d.file.IsAppend() {
 			flags |= fdflagAppend
+		}
+		if nb, ok := d.file.(nonblocker); ok && nb.IsNonblock() {
+			flags |= fdflagNonblock
 		}
 	}
 	b[0] = typ
@@ -771,8 +789,8 @@ func pathOpen(f *wasiFiles, m guestMemory, s []uint64) uint16 {
 // openFlags maps path_open's flags and rights to an open's, as wazero does.
 func openFlags(dirflags, oflags, fdflags uint16, rights uint64) experimentalsys.Oflag {
 	const (
-		oCreat, oDirectory, oExcl, oTrunc    = 1, 2, 4, 8
-		fdDsync, fdNonblock, fdRsync, fdSync = 2, 4, 8, 16
+		oCreat, oDirectory, oExcl, oTrunc = 1, 2, 4, 8
+		fdDsync, fdRsync, fdSync          = 2, 8, 16
 	)
 	var flags experimentalsys.Oflag
 	if dirflags&1 == 0 { // not LOOKUP_SYMLINK_FOLLOW
@@ -792,7 +810,7 @@ func openFlags(dirflags, oflags, fdflags uint16, rights uint64) experimentalsys.
 		flags |= experimentalsys.O_CREAT
 		mode = experimentalsys.O_RDWR
 	}
-	if fdflags&fdNonblock != 0 {
+	if fdflags&fdflagNonblock != 0 {
 		flags |= experimentalsys.O_NONBLOCK
 	}
 	if fdflags&fdflagAppend != 0 {

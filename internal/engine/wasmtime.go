@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/bytecodealliance/wasmtime-go/v39"
@@ -47,6 +49,9 @@ type wtEngine struct {
 	fixed  []wasiMount // the standard library's and the site's
 	img    *image      // mapped into each instance's memory (or copied)
 	epochs *epochs     // an unmetered engine's epoch ticks
+	// lingering counts the instances still running: a stopped run's may
+	// end after its run has returned; close waits for them.
+	lingering sync.WaitGroup
 }
 
 func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error) {
@@ -57,6 +62,7 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	wc := wasmtime.NewConfig()
 	wc.SetStrategy(wasmtime.StrategyCranelift)
 	wc.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
+	wc.SetMaxWasmStack(maxWasmStack())
 	installMemory(wc)
 	// A metered run stops at its next refuel (see meter); an unmetered
 	// one at the next epoch tick after its context is done.
@@ -386,10 +392,10 @@ func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget i
 	if err != nil {
 		return mem, err
 	}
-	defer in.close()
 	if cur := in.mem.DataSize(in.store); uintptr(w.img.size) > cur {
 		if _, err := in.mem.Grow(in.store, uint64((uintptr(w.img.size)-cur)/65536)); err != nil {
 			mem.refused.Store(true)
+			in.close()
 			return mem, fmt.Errorf("memory for the image refused: %w", err)
 		}
 	}
@@ -397,21 +403,46 @@ func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget i
 		copy(in.mem.UnsafeData(in.store), w.img.data)
 	}
 	st.intr.in, st.intr.ctx = in, in.ctx
-	if w.epochs != nil {
-		defer w.epochs.watch(ctx, in.store)()
-	}
 	st.meter.startCounter(in.counter(), math.MaxInt64) // the runner's start is not the run's
 	st.onJob = func() { st.meter.reset(budget) }
-	_, runErr := callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
-	st.meter.stop()
-	mem.peak.Store(uint64(in.mem.DataSize(in.store)))
-	if in.ms.refused() {
-		mem.refused.Store(true)
+	mem.peak.Store(uint64(w.img.size))
+	// The instance runs in a goroutine of its own, so that a run stopped
+	// while its guest waits in a host call (a blocked stream) returns as a
+	// wazero run does: after stopGrace, leaving the instance to end.
+	done := make(chan struct{})
+	var runErr error
+	w.lingering.Add(1)
+	go func() {
+		defer w.lingering.Done()
+		defer in.close()
+		if w.epochs != nil {
+			defer w.epochs.watch(ctx, in.store)()
+		}
+		_, runErr = callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
+		st.meter.stop()
+		mem.peak.Store(uint64(in.mem.DataSize(in.store)))
+		if in.ms.refused() {
+			mem.refused.Store(true)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+		return mem, runErr
+	case <-ctx.Done():
 	}
-	return mem, runErr
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return mem, runErr
+	case <-grace.C:
+		return mem, errLeftToStop
+	}
 }
 
 func (w *wtEngine) close() error {
+	w.lingering.Wait() // the engine's kill has stopped them
 	if w.img != nil {
 		closeImage(w.img)
 	}

@@ -127,6 +127,7 @@ import "C"
 
 import (
 	"sync"
+	"syscall"
 	"unsafe"
 
 	"github.com/bytecodealliance/wasmtime-go/v39"
@@ -169,3 +170,16 @@ func withMemory(limit uint64, img *image, instantiate func() error) (memState, e
 func (s memState) mapped(img *image) bool { return s.m != nil && img != nil && img.fd >= 0 }
 
 func (s memState) refused() bool { return s.m != nil && s.m.refused != 0 }
+
+// maxWasmStack is how much of the native stack wasm may use: 4 MiB (the
+// wazero build's deep recursions, CPython's parser included, need more
+// than wasmtime's 512 KiB default), and at most half of what the thread
+// stack limit gives the threads cgo calls run on. Past it, a trap.
+func maxWasmStack() int {
+	limit := 4 << 20
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_STACK, &rl); err == nil && rl.Cur != ^uint64(0) && rl.Cur/2 < uint64(limit) {
+		limit = int(rl.Cur / 2)
+	}
+	return limit
+}
