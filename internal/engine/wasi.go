@@ -206,6 +206,10 @@ type nonblocker interface {
 	SetNonblock(bool) experimentalsys.Errno
 }
 
+// guestEnv is the environment every run's guest sees (as wazero's
+// moduleConfig gives it).
+func guestEnv() []string { return []string{"PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1"} }
+
 // wasiMount is a file system the guest finds at path (a preopen).
 type wasiMount struct {
 	path string

@@ -378,10 +378,6 @@ func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
 	return nil
 }
 
-// guestEnv is the environment every run's guest sees (as wazero's
-// moduleConfig gives it).
-func guestEnv() []string { return []string{"PYTHONHASHSEED=0", "PYTHONDONTWRITEBYTECODE=1"} }
-
 func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget int64) (*memory, error) {
 	mem := &memory{limit: limit}
 	if uint64(w.img.size) > limit {
