@@ -300,7 +300,12 @@ func BenchmarkStopLatency(b *testing.B) {
 func BenchmarkRunRSS(b *testing.B) {
 	const limit = 256 << 20
 	script := strings.Repeat("# "+strings.Repeat("a", 1000)+"\n", 50<<10) + "print('ran')\n"
-	sb := benchSandbox(b, "wasmpy")
+	for _, kind := range append([]string{"wasmpy"}, otherEngines("wasmpy")...) {
+		b.Run(kind, func(b *testing.B) { benchRunRSS(b, benchSandbox(b, kind), limit, script) })
+	}
+}
+
+func benchRunRSS(b *testing.B, sb *wasmpy.Sandbox, limit uint64, script string) {
 	for _, tc := range []struct {
 		name string
 		code string
