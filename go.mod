@@ -3,6 +3,7 @@ module github.com/wasmpy/wasmpy
 go 1.26.8
 
 require (
+	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/ncruces/go-sqlite3 v0.36.0
@@ -17,7 +18,6 @@ require (
 )
 
 require (
-	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
