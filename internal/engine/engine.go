@@ -476,7 +476,9 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	var mem *memory
 	var p *parked
 	if e.alt != nil {
-		st, mem = newRunState(e.newMeter()), nil
+		if st, err = e.alt.next(); err != nil {
+			return nil, err
+		}
 	} else if e.interp.Kind == assets.Wasmpy {
 		if r.From != nil {
 			var ok bool
@@ -494,7 +496,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		st, mem = newRunState(e.newMeter()), &memory{limit: memLimit}
 	}
 	st.bind(runCtx, r, jobJSON, stdout, stderr)
-	if p == nil {
+	if p == nil && e.alt == nil {
 		close(st.ready) // no parked runner waits for it, but a _job call must not
 	}
 	st.intr.stop = func() { cancel(errInterrupted) }

@@ -60,9 +60,13 @@ var newWasmtime func(ctx context.Context, e *Engine, cfg Config) (altEngine, err
 // state (streams, clock, random, file systems, host calls), the meter, the
 // host functions and how an outcome is classified.
 type altEngine interface {
-	// run runs the job bound to st in a fresh instance, with the memory
-	// limit and fuel budget, and returns the memory it used and the error
-	// the instance's call ended with (a trap, an exit, a stop).
+	// next is the state of the instance the next run gets (made ahead
+	// where the engine can), for the run to bind before calling run.
+	next() (*runState, error)
+	// run runs the job bound to st (from next) in its fresh instance, with
+	// the memory limit and fuel budget, and returns the memory it used and
+	// the error the instance's call ended with (a trap, an exit, a stop).
+	// It closes st.ready, letting the runner take its job.
 	run(ctx context.Context, st *runState, memLimit uint64, budget int64) (*memory, error)
 	close() error
 }

@@ -11,8 +11,10 @@ import "C"
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -52,6 +54,10 @@ type wtEngine struct {
 	// lingering counts the instances still running: a stopped run's may
 	// end after its run has returned; close waits for them.
 	lingering sync.WaitGroup
+
+	nextMu sync.Mutex
+	nextCh chan wtParkResult       // the instance parked for the next run; nil once closing
+	taken  map[*runState]*wtParked // handed to a run by next, for its run
 }
 
 func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error) {
@@ -67,7 +73,7 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	// A metered run stops at its next refuel (see meter); an unmetered
 	// one at the next epoch tick after its context is done.
 	wc.SetEpochInterruption(cfg.Unmetered)
-	w := &wtEngine{e: e, engine: wasmtime.NewEngineWithConfig(wc)}
+	w := &wtEngine{e: e, engine: wasmtime.NewEngineWithConfig(wc), taken: map[*runState]*wtParked{}}
 	if cfg.Unmetered {
 		w.epochs = &epochs{engine: w.engine}
 	}
@@ -93,6 +99,9 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	}
 	if err := w.snapshot(ctx, cacheDir); err != nil {
 		return nil, err
+	}
+	if customMemory {
+		w.nextCh = w.parkAhead()
 	}
 	return w, nil
 }
@@ -352,6 +361,16 @@ func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
 		path = imagePath(filepath.Join(cacheDir, "snapshots"), w.e.key)
 		if img, err := openImage(path); err == nil {
 			w.img = img
+			if len(img.hot) == 0 { // made before the hot pages were learnt here
+				if img.hot = w.learnHotPages(); len(img.hot) > 0 {
+					if data, err := viewImage(img); err == nil {
+						_ = writeImage(path, data, img)
+						if img.fd >= 0 {
+							unmap(data)
+						}
+					}
+				}
+			}
 			return nil
 		}
 	}
@@ -371,6 +390,7 @@ func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
 		return err
 	}
 	w.img = newImage(data, runCode)
+	w.img.hot = w.learnHotPages()
 	if path != "" {
 		// A cache that cannot be written costs the next process time, nothing else.
 		_ = writeImage(path, data, w.img)
@@ -378,66 +398,197 @@ func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
 	return nil
 }
 
-func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget int64) (*memory, error) {
+// learnHotPages runs print(1) and notes the pages of the image it wrote,
+// for later instances to copy ahead (see image.hot), as wazero's engine does.
+func (w *wtEngine) learnHotPages() []pageRun {
+	if !customMemory {
+		return nil
+	}
+	st := newRunState(w.e.newMeter())
+	p, err := w.park(st, DefaultMemoryLimit)
+	if err != nil {
+		return nil
+	}
+	var hot []pageRun
+	p.learn = func(mem []byte) { hot, _ = writtenPages(mem, w.img.size/pageSize) }
+	w.nextMu.Lock()
+	w.taken[st] = p
+	w.nextMu.Unlock()
+	j, _ := json.Marshal(job{Filename: "<string>", Argv: []string{"<string>"}})
+	st.bind(context.Background(), &Run{Code: "print(1)"}, j, io.Discard, io.Discard)
+	if _, err := w.run(context.Background(), st, DefaultMemoryLimit, math.MaxInt64); err != nil {
+		return nil
+	}
+	return hot
+}
+
+// wtParked is an instance made ahead of its run, as wazero's parked ones
+// are: the image in its memory, its runner started and waiting in _job.
+type wtParked struct {
+	in     *wtInstance
+	st     *runState
+	mem    *memory
+	cancel context.CancelCauseFunc
+	flag   *C.int32_t    // its epoch stop flag, for an unmetered engine
+	done   chan struct{} // closed when its runner's call has returned
+	err    error         // what the call returned
+	// learn, when set, sees the memory once the call has returned (see
+	// snapshot); set it before the run.
+	learn func(mem []byte)
+}
+
+type wtParkResult struct {
+	p   *wtParked
+	err error
+}
+
+// park makes an instance for st with its memory limited to limit and
+// starts its runner, which waits for its job.
+func (w *wtEngine) park(st *runState, limit uint64) (*wtParked, error) {
 	mem := &memory{limit: limit}
 	if uint64(w.img.size) > limit {
 		mem.refused.Store(true)
-		return mem, fmt.Errorf("the interpreter needs %d bytes of memory at start", w.img.size)
+		return &wtParked{mem: mem}, fmt.Errorf("the interpreter needs %d bytes of memory at start", w.img.size)
 	}
+	ctx, cancel := context.WithCancelCause(w.e.alive)
 	in, err := w.instantiate(ctx, st, limit, guestEnv(), w.img)
 	if err != nil {
-		return mem, err
+		cancel(err)
+		return &wtParked{mem: mem}, err
+	}
+	fail := func(err error) (*wtParked, error) {
+		cancel(err)
+		in.close()
+		return &wtParked{mem: mem}, err
 	}
 	if cur := in.mem.DataSize(in.store); uintptr(w.img.size) > cur {
 		if _, err := in.mem.Grow(in.store, uint64((uintptr(w.img.size)-cur)/65536)); err != nil {
 			mem.refused.Store(true)
-			in.close()
-			return mem, fmt.Errorf("memory for the image refused: %w", err)
+			return fail(fmt.Errorf("memory for the image refused: %w", err))
 		}
 	}
-	if !in.ms.mapped(w.img) {
+	if in.ms.mapped(w.img) {
+		prefault(w.img, in.mem.UnsafeData(in.store)) // the pages a small run writes, copied ahead
+	} else {
 		copy(in.mem.UnsafeData(in.store), w.img.data)
 	}
 	st.intr.in, st.intr.ctx = in, in.ctx
 	st.meter.startCounter(in.counter(), math.MaxInt64) // the runner's start is not the run's
-	st.onJob = func() { st.meter.reset(budget) }
 	mem.peak.Store(uint64(w.img.size))
-	// The instance runs in a goroutine of its own, so that a run stopped
-	// while its guest waits in a host call (a blocked stream) returns as a
-	// wazero run does: after stopGrace, leaving the instance to end.
-	done := make(chan struct{})
-	var runErr error
+	p := &wtParked{in: in, st: st, mem: mem, cancel: cancel, done: make(chan struct{})}
+	if w.epochs != nil {
+		p.flag = w.epochs.arm(in.store)
+	}
+	// The instance runs in a goroutine of its own: it waits for its job
+	// there, and a run stopped while its guest waits in a host call (a
+	// blocked stream) returns as a wazero run does, after stopGrace,
+	// leaving the instance to end.
 	w.lingering.Add(1)
 	go func() {
 		defer w.lingering.Done()
 		defer in.close()
-		if w.epochs != nil {
-			defer w.epochs.watch(ctx, in.store)()
-		}
-		_, runErr = callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
+		_, p.err = callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
 		st.meter.stop()
 		mem.peak.Store(uint64(in.mem.DataSize(in.store)))
 		if in.ms.refused() {
 			mem.refused.Store(true)
 		}
-		close(done)
+		if p.learn != nil {
+			p.learn(in.mem.UnsafeData(in.store))
+		}
+		close(p.done)
 	}()
 	select {
-	case <-done:
-		return mem, runErr
+	case <-st.waiting:
+		return p, nil
+	case <-p.done:
+		return &wtParked{mem: mem}, fmt.Errorf("wasmpy: start instance: the runner ended before asking for its job: %v", p.err)
+	}
+}
+
+// parkAhead parks the instance of the next run.
+func (w *wtEngine) parkAhead() chan wtParkResult {
+	c := make(chan wtParkResult, 1)
+	go func() {
+		p, err := w.park(newRunState(w.e.newMeter()), maxMemory)
+		c <- wtParkResult{p, err}
+	}()
+	return c
+}
+
+// next hands the instance parked ahead to a run (where memories are ours,
+// so its limit can be set when the run comes) and parks the next one.
+func (w *wtEngine) next() (*runState, error) {
+	if !customMemory {
+		return newRunState(w.e.newMeter()), nil
+	}
+	w.nextMu.Lock()
+	c := w.nextCh
+	if c != nil {
+		w.nextCh = w.parkAhead()
+	}
+	w.nextMu.Unlock()
+	if c == nil {
+		return nil, errClosed
+	}
+	r := <-c
+	if r.err != nil {
+		return nil, r.err
+	}
+	w.nextMu.Lock()
+	w.taken[r.p.st] = r.p
+	w.nextMu.Unlock()
+	return r.p.st, nil
+}
+
+func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget int64) (*memory, error) {
+	w.nextMu.Lock()
+	p, ok := w.taken[st]
+	delete(w.taken, st)
+	w.nextMu.Unlock()
+	if !ok {
+		var err error
+		if p, err = w.park(st, limit); err != nil {
+			return p.mem, err
+		}
+	} else if p.mem.limit = limit; !p.in.ms.limit(limit) {
+		p.mem.refused.Store(true)
+		p.cancel(errDiscarded)
+		return p.mem, fmt.Errorf("the interpreter needs more than %d bytes of memory at start", limit)
+	}
+	st.onJob = func() { st.meter.reset(budget) }
+	if w.epochs != nil {
+		stopWatch := w.epochs.watch(ctx, p.flag)
+		go func() { <-p.done; stopWatch() }()
+	}
+	defer context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })()
+	close(st.ready)
+	select {
+	case <-p.done:
+		p.cancel(errDiscarded)
+		return p.mem, p.err
 	case <-ctx.Done():
 	}
 	grace := time.NewTimer(stopGrace)
 	defer grace.Stop()
 	select {
-	case <-done:
-		return mem, runErr
+	case <-p.done:
+		return p.mem, p.err
 	case <-grace.C:
-		return mem, errLeftToStop
+		return p.mem, errLeftToStop
 	}
 }
 
 func (w *wtEngine) close() error {
+	w.nextMu.Lock()
+	c := w.nextCh
+	w.nextCh = nil
+	w.nextMu.Unlock()
+	if c != nil {
+		if r := <-c; r.err == nil {
+			r.p.cancel(errDiscarded) // its runner's _job call is refused
+		}
+	}
 	w.lingering.Wait() // the engine's kill has stopped them
 	if w.img != nil {
 		closeImage(w.img)

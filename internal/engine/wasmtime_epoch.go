@@ -59,11 +59,18 @@ type epochs struct {
 	stop   chan struct{}
 }
 
-// watch makes the store's instance stop at the next tick once ctx is
-// done; call the returned function when its call has returned.
-func (ep *epochs) watch(ctx context.Context, s *wasmtime.Store) func() {
+// arm has the store's instance check, at every tick, whether its run has
+// stopped; call it before the instance runs.
+func (ep *epochs) arm(s *wasmtime.Store) *C.int32_t {
 	flag := C.wp_watch(*(**C.wasmtime_store_t)(unsafe.Pointer(s))) // Store's first field, _ptr
 	s.SetEpochDeadline(1)
+	return flag
+}
+
+// watch ticks while the run goes on, and stops the armed instance at the
+// next tick once ctx is done; call the returned function when its call
+// has returned.
+func (ep *epochs) watch(ctx context.Context, flag *C.int32_t) func() {
 	stopFlag := context.AfterFunc(ctx, func() {
 		if flag != nil {
 			C.wp_stop(flag)

@@ -54,6 +54,8 @@ static void wp_set_next(size_t limit, int fd, int64_t off, size_t image) {
 	wp_next.limit = limit; wp_next.fd = fd; wp_next.off = off; wp_next.image = image; wp_next.made = NULL;
 }
 static wpmem *wp_made(void) { return wp_next.made; }
+static void wp_set_limit(wpmem *m, size_t limit) { m->limit = limit; }
+static size_t wp_size(wpmem *m) { return m->size; }
 
 static uint8_t *wp_get(void *env, size_t *size, size_t *capacity) {
 	wpmem *m = env;
@@ -170,6 +172,20 @@ func withMemory(limit uint64, img *image, instantiate func() error) (memState, e
 func (s memState) mapped(img *image) bool { return s.m != nil && img != nil && img.fd >= 0 }
 
 func (s memState) refused() bool { return s.m != nil && s.m.refused != 0 }
+
+// limit sets the most the memory may grow to, for an instance made ahead
+// of its run; false when it is past that already. Call it while the
+// instance waits in a host call.
+func (s memState) limit(n uint64) bool {
+	if s.m == nil {
+		return false
+	}
+	if uint64(C.wp_size(s.m)) > n {
+		return false
+	}
+	C.wp_set_limit(s.m, C.size_t(n))
+	return true
+}
 
 // maxWasmStack is how much of the native stack wasm may use: 4 MiB (the
 // wazero build's deep recursions, CPython's parser included, need more
