@@ -74,8 +74,8 @@ test: all packages setup
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 ifeq ($(WASMTIME),1)
 	$(GO) vet -tags wasmtime ./internal/engine ./cmd/wasmpy .
-	WASMPY_STRICT=1 $(GO) test -count=1 -race -tags wasmtime ./internal/engine ./cmd/wasmpy
-	WASMPY_STRICT=1 WASMPY_ENGINE=wasmtime $(GO) test -count=1 -race -tags wasmtime .
+	WASMPY_STRICT=1 $(GO) test -count=1 -race -timeout 40m -tags wasmtime ./internal/engine ./cmd/wasmpy
+	WASMPY_STRICT=1 WASMPY_ENGINE=wasmtime $(GO) test -count=1 -race -timeout 40m -tags wasmtime .
 else
 	@echo "make: no cgo or C compiler here (or no wasmtime library for this platform): the wasmtime engine's tests skip"
 endif
