@@ -245,7 +245,10 @@ func TestResidentForwardsSignals(t *testing.T) {
 			t.Cleanup(func() { cmd.Process.Kill() })
 			r := bufio.NewReader(stdout)
 			line, err := r.ReadString('\n')
-			require.NoError(t, err, "stderr: %s", stderr.String())
+			if err != nil { // stderr is read only then: its writer runs until Wait
+				cmd.Wait()
+				t.Fatalf("%v: stderr: %s", err, stderr.String())
+			}
 			require.Equal(t, "ready\n", line)
 			require.NoError(t, cmd.Process.Signal(tc.sig))
 			rest, _ := io.ReadAll(r)
