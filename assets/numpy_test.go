@@ -30,7 +30,7 @@ func TestLoadSciNotInstalled(t *testing.T) {
 	require.Equal(t, filepath.Dir(WasmpyDir(cache)), filepath.Dir(SciDir(cache)))
 	require.Regexp(t, `^wasmpy-sci-[0-9a-f]{12}$`, filepath.Base(SciDir(cache)))
 	_, err := Load(Options{Select: Sci, CacheDir: cache})
-	require.ErrorContains(t, err, "the sci interpreter build (with numpy) is not installed in "+SciDir(cache)+": run `make interpreter`")
+	require.ErrorContains(t, err, "the sci interpreter (with numpy) is not installed in "+SciDir(cache)+": run `wasmpy setup` (or build it: `make interpreter`)")
 }
 
 // The default build's cache key ignores the variants' inputs and outputs
