@@ -1,0 +1,193 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/assets"
+)
+
+// testRelease packs what `make` built into the user cache, as `make
+// release` does, into a temporary dist dir.
+func testRelease(t *testing.T) string {
+	t.Helper()
+	dist := t.TempDir()
+	_, err := assets.WriteRelease("", dist)
+	require.NoError(t, err, "run `make` first: the release packs the interpreters it built, which must be the lock's")
+	return dist
+}
+
+// interpreterDirs lists the interpreters a cache holds.
+func interpreterDirs(t *testing.T, cache string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(cache, "interpreters"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "wasmpy-") || strings.HasPrefix(e.Name(), "npm-") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// The newcomer's path: an empty cache, `wasmpy setup --from` a release
+// served over HTTP, then code with a capability, a session and numpy.
+func TestSetupFromRelease(t *testing.T) {
+	dist := testRelease(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir(dist)))
+	defer srv.Close()
+	cache := t.TempDir()
+
+	code, out, errOut := wasmpyCLI(t, "", "setup", "--cache-dir", cache, "--from", srv.URL)
+	require.Equal(t, 0, code, errOut)
+	for _, v := range assets.Variants() {
+		require.Contains(t, out, v+" interpreter: installed from "+srv.URL)
+	}
+	require.Equal(t, 2, strings.Count(out, "matches the lock (verified)"), out)
+	require.Contains(t, errOut, "downloading "+assets.ArchiveName(assets.Sci))
+
+	ws := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("from the workspace"), 0o644))
+	code, out, errOut = wasmpyCLI(t, "", "exec", "--cache-dir", cache, "--workspace", ws, "--grant", "read_file", "-c", "print(read_file('notes.txt'))")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "from the workspace\n", out)
+
+	state := filepath.Join(t.TempDir(), "state.bin")
+	code, _, errOut = wasmpyCLI(t, "", "exec", "--cache-dir", cache, "--session", state, "-c", "x = 41")
+	require.Equal(t, 0, code, errOut)
+	code, out, errOut = wasmpyCLI(t, "", "exec", "--cache-dir", cache, "--session", state, "-c", "print(x + 1)")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "42\n", out)
+
+	code, out, errOut = wasmpyCLI(t, "", "exec", "--cache-dir", cache, "--interpreter", "sci", "-c", "import numpy as np; print(np.arange(10).sum(), np.__version__)")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "45 2.2.4\n", out)
+
+	code, out, errOut = wasmpyCLI(t, "", "setup", "--verify", "--cache-dir", cache)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 2, strings.Count(out, "every file matches the lock"), out)
+
+	// Damage is found by --verify, and setup puts the lock's file back.
+	wasm := filepath.Join(assets.SciDir(cache), "python.wasm")
+	b, err := os.ReadFile(wasm)
+	require.NoError(t, err)
+	b[len(b)/2] ^= 0xff
+	require.NoError(t, os.WriteFile(wasm, b, 0o644))
+	code, out, errOut = wasmpyCLI(t, "", "setup", "--verify", "--cache-dir", cache)
+	require.Equal(t, exitWasmpy, code)
+	require.Contains(t, out, "sci interpreter: FAILED: wasmpy: "+wasm+" is corrupt")
+	require.Regexp(t, `setup --verify: 1 of [23] installed interpreters do not match the lock`, errOut)
+	code, out, errOut = wasmpyCLI(t, "", "setup", "--cache-dir", cache, "--from", srv.URL)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "sci interpreter: installed from")
+	require.NotContains(t, out, "wasmpy interpreter: installed from", "what matched the lock was not fetched again")
+	code, _, errOut = wasmpyCLI(t, "", "setup", "--verify", "--cache-dir", cache)
+	require.Equal(t, 0, code, errOut)
+}
+
+// rewriteArchive copies a release archive, passing each member's contents
+// through edit.
+func rewriteArchive(t *testing.T, src, dst string, edit func(name string, b []byte) []byte) {
+	t.Helper()
+	f, err := os.Open(src)
+	require.NoError(t, err)
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(zr)
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		b, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		b = edit(h.Name, b)
+		h.Size = int64(len(b))
+		require.NoError(t, tw.WriteHeader(h))
+		_, err = tw.Write(b)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(dst, buf.Bytes(), 0o644))
+}
+
+// A tampered archive and a download cut short: one line naming the file
+// and both SHA-256s (or what arrived), exit 1, and nothing installed.
+func TestSetupRefusesTamperedAndTruncated(t *testing.T) {
+	dist := testRelease(t)
+	wantWasm, _, err := assets.LockOutputs(assets.Sci)
+	require.NoError(t, err)
+
+	tampered := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(dist, assets.ArchiveName(assets.Wasmpy)))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(tampered, assets.ArchiveName(assets.Wasmpy)), b, 0o644))
+	var got string
+	rewriteArchive(t, filepath.Join(dist, assets.ArchiveName(assets.Sci)), filepath.Join(tampered, assets.ArchiveName(assets.Sci)),
+		func(name string, b []byte) []byte {
+			if strings.HasSuffix(name, "/python.wasm") {
+				b[len(b)-100] ^= 1
+				got = fmt.Sprintf("%x", sha256.Sum256(b))
+			}
+			return b
+		})
+	cache := t.TempDir()
+	code, out, errOut := wasmpyCLI(t, "", "setup", "--cache-dir", cache, "--from", tampered)
+	require.Equal(t, exitWasmpy, code, out)
+	require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+	require.Contains(t, errOut, assets.ArchiveName(assets.Sci)+": python.wasm has sha256 "+got+", want "+wantWasm+" (interpreter.lock); nothing installed")
+	require.Empty(t, interpreterDirs(t, cache), "the default's good archive is not installed either")
+
+	full, err := os.ReadFile(filepath.Join(dist, assets.ArchiveName(assets.Sci)))
+	require.NoError(t, err)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, assets.ArchiveName(assets.Sci)) {
+			w.Header().Set("Content-Length", fmt.Sprint(len(full)))
+			w.Write(full[:len(full)/3])
+			return
+		}
+		http.FileServer(http.Dir(dist)).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	t.Setenv(assets.ReleaseURLEnv, srv.URL) // no --from: the release URL, overridden
+	code, _, errOut = wasmpyCLI(t, "", "setup", "--cache-dir", cache)
+	require.Equal(t, exitWasmpy, code)
+	require.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
+	require.Contains(t, errOut, srv.URL+"/"+assets.ArchiveName(assets.Sci)+": ")
+	require.Contains(t, errOut, fmt.Sprintf("download truncated at %d of %d bytes", len(full)/3, len(full)))
+	require.Contains(t, errOut, "nothing installed")
+	require.Empty(t, interpreterDirs(t, cache))
+
+	code, _, errOut = wasmpyCLI(t, "", "setup", "--cache-dir", cache, "--from", "")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "--from needs a URL or a directory")
+	code, _, errOut = wasmpyCLI(t, "", "setup", "--cache-dir", cache, "--from", filepath.Join(cache, "nowhere"))
+	require.Equal(t, exitWasmpy, code)
+	require.Contains(t, errOut, "is no directory")
+	code, _, errOut = wasmpyCLI(t, "", "setup", "--verify", "--cache-dir", cache)
+	require.Equal(t, exitWasmpy, code)
+	require.Contains(t, errOut, "no interpreter is installed")
+}
