@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,4 +191,138 @@ func TestSetupRefusesTamperedAndTruncated(t *testing.T) {
 	code, _, errOut = wasmpyCLI(t, "", "setup", "--verify", "--cache-dir", cache)
 	require.Equal(t, exitWasmpy, code)
 	require.Contains(t, errOut, "no interpreter is installed")
+}
+
+// embedderMain is a Go program that embeds wasmpy as the README shows:
+// `app install SOURCE` installs the interpreters with wasmpy.Install; `app
+// N` runs the README's example N times at once, and a run granted
+// read_file.
+const embedderMain = `package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/workspace"
+)
+
+func main() {
+	ctx := context.Background()
+	if len(os.Args) == 3 && os.Args[1] == "install" {
+		if err := wasmpy.Install(ctx, os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	n, _ := strconv.Atoi(os.Args[1])
+	sb, err := wasmpy.New(ctx, wasmpy.Config{Workspace: workspace.Config{Stable: os.Args[2]}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer sb.Close(ctx)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, queued := 0, 0
+	for range n {
+		wg.Go(func() {
+			res, err := sb.Run(ctx, wasmpy.Job{Code: "print(6*7)"})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				fmt.Fprintln(os.Stderr, err)
+			case res.Err() != nil:
+				fmt.Fprintln(os.Stderr, res.Err())
+			case res.Stdout == "42\n":
+				ok++
+				if res.QueuedMS > 0 {
+					queued++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res, err := sb.Run(ctx, wasmpy.Job{Code: "print(read_file('data.txt'))", Grants: []wasmpy.Capability{wasmpy.ReadFile}})
+	if err != nil || res.Err() != nil {
+		fmt.Fprintln(os.Stderr, err, res.Err())
+		os.Exit(1)
+	}
+	fmt.Printf("%d of %d ok, %d queued, %s interpreter; read_file: %s", ok, n, queued, sb.Interpreter().Kind, res.Stdout)
+}
+`
+
+// A Go program in a module of its own, outside this repository (wasmpy
+// replaced by this checkout): without an interpreter its error names the
+// command that installs one; that command, run in its module, does; and
+// wasmpy.Install does too. Then 50 runs at once all succeed.
+func TestEmbedderModuleInstallsAndRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a Go module")
+	}
+	dist := testRelease(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir(dist)))
+	defer srv.Close()
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	mod := t.TempDir()
+	require.False(t, strings.HasPrefix(mod, root+string(filepath.Separator)))
+	gomod := "module example.com/embedder\n\ngo 1.26.8\n\nrequire github.com/wasmpy/wasmpy v0.0.0-00010101000000-000000000000\n\nreplace github.com/wasmpy/wasmpy => " + root + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644))
+	sums, err := os.ReadFile(filepath.Join(root, "go.sum")) // the entries `go get` would have written
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.sum"), sums, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "main.go"), []byte(embedderMain), 0o644))
+	ws := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "data.txt"), []byte("embedded"), 0o644))
+
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	require.NoError(t, err)
+	// XDG_CACHE_HOME moves the user cache dir wasmpy installs into; Go's
+	// own build cache stays where it is.
+	env := func(cacheHome string) []string {
+		return append(os.Environ(), "XDG_CACHE_HOME="+cacheHome, "GOCACHE="+strings.TrimSpace(string(gocache)),
+			"GOFLAGS=-mod=mod -buildvcs=false", "WASMPY_CACHE_DIR=")
+	}
+	cmd := func(cacheHome string, name string, args ...string) (string, string, error) {
+		c := exec.Command(name, args...)
+		c.Dir, c.Env = mod, env(cacheHome)
+		var out, errOut bytes.Buffer
+		c.Stdout, c.Stderr = &out, &errOut
+		err := c.Run()
+		return out.String(), errOut.String(), err
+	}
+	empty := t.TempDir()
+	_, errOut, err := cmd(empty, "go", "build", "-o", "app", ".")
+	require.NoError(t, err, errOut)
+	app := filepath.Join(mod, "app")
+
+	// No interpreter: the error names the command.
+	_, errOut, err = cmd(empty, app, "50", ws)
+	require.Error(t, err)
+	const setup = "go run -mod=mod github.com/wasmpy/wasmpy/cmd/wasmpy setup"
+	require.Contains(t, errOut, "wasmpy: no interpreter installed: run `"+setup+"`")
+
+	// That command, in the embedder's module, installs the release.
+	args := append(strings.Fields(setup)[1:], "--from", srv.URL)
+	out, errOut, err := cmd(empty, "go", args...)
+	require.NoError(t, err, errOut)
+	require.Contains(t, out, "wasmpy interpreter: installed from "+srv.URL)
+	out, errOut, err = cmd(empty, app, "50", ws)
+	require.NoError(t, err, errOut)
+	require.Regexp(t, `^50 of 50 ok, [1-9][0-9]* queued, wasmpy interpreter; read_file: embedded\n$`, out)
+
+	// wasmpy.Install, from the program itself, into another empty cache.
+	other := t.TempDir()
+	_, errOut, err = cmd(other, app, "install", srv.URL)
+	require.NoError(t, err, errOut)
+	require.DirExists(t, filepath.Join(other, "wasmpy", "interpreters", filepath.Base(assets.SciDir(""))))
+	out, errOut, err = cmd(other, app, "50", ws)
+	require.NoError(t, err, errOut)
+	require.Regexp(t, `^50 of 50 ok, [1-9][0-9]* queued, wasmpy interpreter`, out)
 }
