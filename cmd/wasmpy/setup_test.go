@@ -348,3 +348,43 @@ func TestEmbedderModuleInstallsAndRuns(t *testing.T) {
 	require.NoError(t, err, errOut)
 	require.Regexp(t, `^50 of 50 ok, [1-9][0-9]* queued, wasmpy interpreter`, out)
 }
+
+// A build made here from other inputs is kept by a plain setup, which says
+// plainly that it is not the lock's; the missing default is installed.
+func TestSetupKeepsABuildOfOtherInputs(t *testing.T) {
+	dist := testRelease(t)
+	srv := httptest.NewServer(http.FileServer(http.Dir(dist)))
+	defer srv.Close()
+	cache := t.TempDir()
+	// Compiled code is keyed by content: this test shares the user's.
+	userCache, err := assets.DefaultCacheDir()
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(userCache, "engine"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(userCache, "engine"), filepath.Join(cache, "engine")))
+
+	sci := assets.SciDir(cache)
+	require.NoError(t, os.MkdirAll(sci, 0o755))
+	wasm, zip := []byte("\x00asm\x01\x00\x00\x00 mine"), []byte("PK mine")
+	require.NoError(t, os.WriteFile(filepath.Join(sci, "python.wasm"), wasm, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sci, "python313.zip"), zip, 0o644))
+	manifest := fmt.Sprintf(`{"python_version": "3.13.5", "variant": "sci", "outputs": {"python.wasm": "%x", "python313.zip": "%x"}}`,
+		sha256.Sum256(wasm), sha256.Sum256(zip))
+	require.NoError(t, os.WriteFile(filepath.Join(sci, "manifest.json"), []byte(manifest), 0o644))
+	lockWasm, _, err := assets.LockOutputs(assets.Sci)
+	require.NoError(t, err)
+
+	t.Setenv(assets.ReleaseURLEnv, srv.URL)
+	code, out, errOut := wasmpyCLI(t, "", "setup", "--cache-dir", cache)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, fmt.Sprintf("sci interpreter: built here, and NOT the lock's: wasmpy: %s has sha256 %x, not the lock's %s", filepath.Join(sci, "python.wasm"), sha256.Sum256(wasm), lockWasm))
+	require.Contains(t, out, "kept (`wasmpy setup --from URL` installs the lock's)")
+	require.Contains(t, out, "wasmpy interpreter: installed from "+srv.URL)
+	require.NotContains(t, out, "sci interpreter: installed")
+	b, err := os.ReadFile(filepath.Join(sci, "python.wasm"))
+	require.NoError(t, err)
+	require.Equal(t, wasm, b)
+
+	code, out, _ = wasmpyCLI(t, "", "setup", "--verify", "--cache-dir", cache)
+	require.Equal(t, exitWasmpy, code)
+	require.Contains(t, out, "sci interpreter: FAILED: wasmpy: "+filepath.Join(sci, "python.wasm")+" has sha256")
+}
