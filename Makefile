@@ -1,4 +1,5 @@
-# make       builds bin/wasmpy and installs the interpreters (our CPython 3.13
+# (Without building: bin/wasmpy setup installs verified release archives.)
+# make       builds bin/wasmpy and the interpreters from source (our CPython 3.13
 #            build and its sci variant with numpy when the machine can build
 #            them, the npm one always); numpy's source tarball comes from
 #            WASMPY_SOURCES (default ../shared/sources beside the checkout, the
@@ -6,6 +7,11 @@
 # make test  runs every test against the real interpreter, then a 30s soak
 #            and the cluster test (about a minute); where cgo works, the engine
 #            and root tests again on the wasmtime engine
+# make release  packs the built interpreters into dist/, one reproducible
+#            archive per variant, checked against interpreter.lock (what
+#            `wasmpy setup --from dist` or a release URL installs)
+# make cross  builds every package for darwin/arm64, linux/arm64 and
+#            windows/amd64 and vets each (make test runs it)
 # make packages  fetches the Debian packages of assets/build/packages.lock
 #            (sympy, networkx, dateutil...) that the package-set tests build into a set
 # make test-numpy  runs numpy's own test suite in the sandbox (sci interpreter,
@@ -39,7 +45,7 @@ SCI_DIR = $(shell bin/wasmpy setup --sci-dir)
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 
-.PHONY: all wasmpy interpreter packages setup cluster-test test test-python test-cpython test-numpy test-mcp-ts bench fuzz soak clean
+.PHONY: all wasmpy interpreter release cross packages setup cluster-test test test-python test-cpython test-numpy test-mcp-ts bench fuzz soak clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -54,7 +60,24 @@ interpreter: wasmpy
 	@assets/build/build.sh --variant sci "$(SCI_DIR)" || { rc=$$?; \
 	  if [ $$rc -eq 3 ]; then echo "make: cannot build the sci interpreter here; the numpy tests skip"; \
 	  else exit $$rc; fi; }
-	bin/wasmpy setup
+	bin/wasmpy setup --no-download
+
+# The archives hold exactly what the lock pins: a build that differs is refused.
+release: interpreter
+	$(GO) run ./assets/mkrelease -o dist
+
+# The default engine (wazero) is pure Go: every package builds for each
+# platform, and vet checks each, tests included, except on Windows the
+# CLI's tests (fifos, signals, process groups, ptys: a Unix CLI's harness).
+CROSS_TARGETS = darwin/arm64 linux/arm64 windows/amd64
+cross:
+	@for t in $(CROSS_TARGETS); do \
+	  os=$${t%/*}; arch=$${t#*/}; \
+	  pkgs=$$(GOOS=$$os GOARCH=$$arch $(GO) list ./... | grep -v "$$([ $$os = windows ] && echo /cmd/wasmpy$$ || echo '^$$')"); \
+	  echo "make cross: GOOS=$$os GOARCH=$$arch go build ./... && go vet ($$(echo $$pkgs | wc -w) packages)"; \
+	  GOOS=$$os GOARCH=$$arch $(GO) build ./... || exit 1; \
+	  GOOS=$$os GOARCH=$$arch $(GO) vet $$pkgs || exit 1; \
+	done
 
 # debpkgs.sh exits 3 when this host cannot fetch them: their tests skip.
 packages:
@@ -70,6 +93,7 @@ setup:
 test: all packages setup
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "make: gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory cross
 	WASMPY_STRICT=1 $(GO) test -count=1 -race -timeout 40m ./...
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 ifeq ($(WASMTIME),1)
@@ -140,4 +164,4 @@ soak: all
 	$(GO) run ./internal/testing/soak -wasmpy bin/wasmpy -duration $(DURATION)
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

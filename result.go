@@ -27,9 +27,12 @@ type Result struct {
 	Output          json.RawMessage `json:"output,omitempty"` // what the code passed to submit_result; null if nothing
 	Error           *Error          `json:"error"`            // nil when the run succeeded
 	DurationMS      float64         `json:"duration_ms"`
-	MemoryPeakBytes uint64          `json:"memory_peak_bytes"`
-	FuelUsed        uint64          `json:"fuel_used"`
-	HostCalls       []HostCall      `json:"host_calls"`
+	// QueuedMS is how long the run waited for a slot (Config.MaxConcurrent)
+	// before it started; DurationMS does not count it.
+	QueuedMS        float64    `json:"queued_ms"`
+	MemoryPeakBytes uint64     `json:"memory_peak_bytes"`
+	FuelUsed        uint64     `json:"fuel_used"`
+	HostCalls       []HostCall `json:"host_calls"`
 	// HostCallsTotal counts every host call; HostCalls keeps the first 10,000.
 	HostCallsTotal int                    `json:"host_calls_total"`
 	Files          []workspace.FileChange `json:"files"` // what the run wrote to its workspace overlay

@@ -137,7 +137,7 @@ func TestResultJSONShape(t *testing.T) {
 		return slices.Sorted(maps.Keys(o))
 	}
 	require.Equal(t, []string{"duration_ms", "engine", "error", "exit_code", "files", "fuel_used", "host_calls", "host_calls_total",
-		"llm", "memory_peak_bytes", "output", "packages", "stderr", "stderr_truncated", "stdout", "stdout_truncated", "tier"}, keys(b))
+		"llm", "memory_peak_bytes", "output", "packages", "queued_ms", "stderr", "stderr_truncated", "stdout", "stdout_truncated", "tier"}, keys(b))
 	require.Equal(t, []string{"kind", "message", "traceback", "type"}, keys(m["error"]))
 	var calls []json.RawMessage
 	require.NoError(t, json.Unmarshal(m["host_calls"], &calls))

@@ -192,6 +192,12 @@ type Config struct {
 	// a binary built with `-tags wasmtime`, see Engines). Sessions run on
 	// wazero only.
 	Engine string
+	// MaxConcurrent bounds the runs (and session turns) in progress at
+	// once; the rest wait for a slot, as long as their ctx allows, before
+	// their own timeout starts (Result.QueuedMS says how long). 0 means
+	// runtime.NumCPU(); negative, no bound (for a caller that admits runs
+	// itself). A run waiting on its stdin or a host call holds its slot.
+	MaxConcurrent int
 }
 
 // Engines lists the engines this binary can run (Config.Engine), the
@@ -220,6 +226,7 @@ type Sandbox struct {
 	engine *engine.Engine
 	llm    *hostfuncs.LLM
 	closed atomic.Bool
+	admit  admission
 
 	sessions sessions
 }
@@ -234,6 +241,9 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, err
 	}
 	if err := engine.CheckEngine(cfg.Engine); err != nil {
+		return nil, err
+	}
+	if err := checkMaxConcurrent(cfg.MaxConcurrent); err != nil {
 		return nil, err
 	}
 	if err := checkHostFuncs(cfg.HostFuncs); err != nil {
@@ -280,7 +290,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		return nil, err
 	}
 	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: eng, llm: hostfuncs.NewLLM(cfg.LLM),
-		sessions: sessions{limits: cfg.Sessions.Or(DefaultSessionLimits())}}, nil
+		admit: newAdmission(cfg.MaxConcurrent), sessions: sessions{limits: cfg.Sessions.Or(DefaultSessionLimits())}}, nil
 }
 
 // Close releases the compiled interpreter; runs in progress end, and later
@@ -406,6 +416,14 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 	if job.Limits.Output == 0 && s.cfg.Limits.Output == 0 && (job.Stdout != nil || job.Stderr != nil) {
 		lim.Output = 0 // the engine's default for a stream: none, and a capped capture
 	}
+	queued, release, err := s.admit.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
 	caps, err := s.capabilities(job)
 	if err != nil {
 		return nil, err
@@ -444,6 +462,7 @@ func (s *Sandbox) run(ctx context.Context, job Job, t *turn) (*Result, error) {
 		t.next = &sessionState{mem: out.State, overlay: ov}
 	}
 	res := newResult(out)
+	res.QueuedMS = float64(queued) / float64(time.Millisecond)
 	res.Tier = job.Tier
 	res.Engine = s.engine.Name()
 	res.Packages = slices.Clone(s.sets)

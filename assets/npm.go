@@ -29,7 +29,7 @@ func loadNPM(cache, stamps string) (*Interpreter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Interpreter{Kind: NPM, Version: npmVersion, Wasm: wasm, SHA256: npmSHA256}, nil
+	return &Interpreter{Kind: NPM, Version: npmVersion, Wasm: wasm, SHA256: npmSHA256, MatchesLock: true}, nil
 }
 
 // FetchNPM installs the npm build into the cache with the npm client, unless

@@ -2,13 +2,17 @@ package assets
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/internal/testing/needs"
 )
 
 // A build's manifest names what to preload and the packages it carries.
@@ -30,7 +34,7 @@ func TestLoadSciNotInstalled(t *testing.T) {
 	require.Equal(t, filepath.Dir(WasmpyDir(cache)), filepath.Dir(SciDir(cache)))
 	require.Regexp(t, `^wasmpy-sci-[0-9a-f]{12}$`, filepath.Base(SciDir(cache)))
 	_, err := Load(Options{Select: Sci, CacheDir: cache})
-	require.ErrorContains(t, err, "the sci interpreter build (with numpy) is not installed in "+SciDir(cache)+": run `make interpreter`")
+	require.ErrorContains(t, err, "the sci interpreter (with numpy) is not installed in "+SciDir(cache)+": run `wasmpy setup` (or build it: `make interpreter`)")
 }
 
 // The default build's cache key ignores the variants' inputs and outputs
@@ -90,4 +94,37 @@ func TestBuildNumpySourceChecked(t *testing.T) {
 			require.NoDirExists(t, out)
 		})
 	}
+}
+
+// Cython names the C constant holding a .pyx's path after that path, and
+// emits the constants sorted by name: a name made of the work dir's path
+// put it elsewhere in another work dir, and sci's python.wasm differed. The
+// numpy build hands Cython its sources under the build dir (wasmpy-src), so
+// no constant, nor any string, of its C output names the work dir.
+func TestNumpyCythonOutputKnowsNoWorkDir(t *testing.T) {
+	work := os.Getenv("WASMPY_BUILD_DIR")
+	if work == "" {
+		cache, err := os.UserCacheDir()
+		require.NoError(t, err)
+		work = filepath.Join(cache, "wasmpy", "build")
+	}
+	var files []string
+	filepath.WalkDir(filepath.Join(work, "numpy", "build"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(path, ".pyx.c") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if len(files) == 0 {
+		needs.Skipf(t, "needs the sci build's work dir (run `make`; WASMPY_BUILD_DIR): no Cython output in %s", work)
+	}
+	// Cython's constant names replace what is not a letter or digit by "_".
+	mangled := regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(strings.Trim(work, "/"), "_")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NotContains(t, string(b), work, f)
+		require.NotContains(t, string(b), "__pyx_k_"+mangled[:min(len(mangled), 20)], "%s: a constant named after the work dir", f)
+	}
+	require.GreaterOrEqual(t, len(files), 9, "numpy.random's modules, at least")
 }

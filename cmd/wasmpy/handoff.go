@@ -288,6 +288,6 @@ func spawnCommand(exe string, cfg wireConfig) (*exec.Cmd, error) {
 	cmd := exec.Command(exe, "resident", "run")
 	cmd.Dir = "/"
 	cmd.Env = append(os.Environ(), warmEnv+"="+warm)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	detach(cmd)
 	return cmd, nil
 }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/internal/resident"
 )
@@ -177,24 +175,7 @@ func newStdinReader(f *os.File) (*stdinReader, error) {
 	return &stdinReader{f: f, stop: stop, wake: wake}, nil
 }
 
-func (r *stdinReader) Read(p []byte) (int, error) {
-	fds := []unix.PollFd{{Fd: int32(r.f.Fd()), Events: unix.POLLIN}, {Fd: int32(r.stop.Fd()), Events: unix.POLLIN}}
-	for {
-		_, err := unix.Poll(fds, -1)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		if fds[1].Revents != 0 {
-			return 0, io.EOF
-		}
-		if fds[0].Revents != 0 {
-			return r.f.Read(p)
-		}
-	}
-}
+func (r *stdinReader) Read(p []byte) (int, error) { return pollRead(r.f, r.stop, p) }
 
 // Close ends a Read in progress and every later one.
 func (r *stdinReader) Close() error {

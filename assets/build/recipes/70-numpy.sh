@@ -77,10 +77,23 @@ numpy_tools() {
 		export PYTHONPATH=$NP/tools/cython3/usr/lib/python3/dist-packages
 		exec $BUILD_PY "\$@"
 	EOF
-	# Cython writes the .pyx path into its C output: map the work dir away.
+	# Cython writes the .pyx path into its C output, and names the C
+	# constant holding it after that path (__pyx_k_root_cache_...): constants
+	# are emitted sorted by name, so a work dir elsewhere reordered them and
+	# changed python.wasm. A path under the current (build) directory is
+	# written relative to it, so the sources are handed to Cython through
+	# wasmpy-src, a link in the build dir to the source tree; what path is
+	# left (none that we know of) is mapped away after.
 	cat >"$NP/tools/bin/cython" <<-EOF
 		#!/bin/bash
-		$NP/tools/bin/npy -c "import sys; from Cython.Compiler.Main import setuptools_main; sys.exit(setuptools_main())" "\$@" || exit
+		args=()
+		for a in "\$@"; do
+			case \$a in
+			$NPS/*) [ -e wasmpy-src ] || ln -s "$NPS" wasmpy-src 2>/dev/null; args+=("wasmpy-src/\${a#$NPS/}") ;;
+			*) args+=("\$a") ;;
+			esac
+		done
+		$NP/tools/bin/npy -c "import sys; from Cython.Compiler.Main import setuptools_main; sys.exit(setuptools_main())" "\${args[@]}" || exit
 		out=; prev=; for a in "\$@"; do [ "\$prev" = -o ] && out=\$a; prev=\$a; done
 		[ -z "\$out" ] || sed -i "s|$WORK|/wasmpy-build|g" "\$out"
 	EOF

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command clustertest, behind `make cluster-test`, proves the multi-replica
 // path on loopback: a throwaway PostgreSQL server (internal/pgtest),
 // `wasmpy serve` replicas sharing it, and haproxy in front of them, checking

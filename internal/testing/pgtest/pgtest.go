@@ -13,14 +13,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -78,7 +76,7 @@ func Start(ctx context.Context) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{dir: dir, done: make(chan error, 1)}
-	cred, err := serverUser(dir)
+	initdbAttr, serverAttr, err := procAttrs(dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -86,7 +84,7 @@ func Start(ctx context.Context) (*Server, error) {
 	data := filepath.Join(dir, "data")
 	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "wasmpy", "--auth=trust",
 		"-E", "UTF8", "--locale=C", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb.SysProcAttr = initdbAttr
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("pgtest: initdb: %v: %s", err, lastLines(string(out), 5))
@@ -101,7 +99,7 @@ func Start(ctx context.Context) (*Server, error) {
 		"-c", "max_connections=300", "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "dynamic_shared_memory_type=mmap", "-c", "shared_buffers=32MB")
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGTERM, Setpgid: true}
+	s.cmd.SysProcAttr = serverAttr
 	if err := s.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("pgtest: starting postgres: %w", err)
@@ -112,26 +110,6 @@ func Start(ctx context.Context) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// serverUser is who the server runs as: this user, or, for root, the
-// postgres user (else nobody), who then owns dir.
-func serverUser(dir string) (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		if u, err = user.Lookup("nobody"); err != nil {
-			return nil, fmt.Errorf("pgtest: running as root, and there is no postgres or nobody user to run the server as")
-		}
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	if err := os.Chown(dir, uid, gid); err != nil {
-		return nil, err
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 // ready waits, up to a minute, for the server to accept connections.
@@ -192,11 +170,11 @@ func (s *Server) Log(n int) string {
 // removes its directory.
 func (s *Server) Stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Signal(syscall.SIGINT)
+		s.cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-s.done:
 		case <-time.After(30 * time.Second):
-			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			killGroup(s.cmd.Process.Pid)
 			<-s.done
 		}
 	}
