@@ -103,6 +103,12 @@ func NewExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 			return nil, fmt.Errorf("skills: ExecutorConfig.DefaultTier: %w", err)
 		}
 	}
+	if cfg.Sandbox.MaxConcurrent == 0 {
+		// The front ends admit runs themselves (slots, queue, request
+		// timeout): a second queue inside the sandbox would hold runs they
+		// admitted past their --max-concurrent.
+		cfg.Sandbox.MaxConcurrent = -1
+	}
 	sb, err := wasmpy.New(ctx, cfg.Sandbox)
 	if err != nil {
 		return nil, err
