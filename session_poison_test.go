@@ -128,7 +128,7 @@ func TestImageMakingIsBounded(t *testing.T) {
 			c := make(chan made, 1)
 			go func() {
 				sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"),
-					Packages: []string{setPath}, Preload: []string{tc.module}, Limits: tc.limits})
+					Engine: os.Getenv("WASMPY_ENGINE"), Packages: []string{setPath}, Preload: []string{tc.module}, Limits: tc.limits})
 				c <- made{sb, err}
 			}()
 			select {

@@ -9,14 +9,37 @@ import (
 	"github.com/wasmpy/wasmpy/internal/wasmbin"
 )
 
+// imageContext bounds making the image, whichever engine makes it: the
+// preloads and the package sets' .pth lines run then, so it ends by
+// e.imageTimeout (and ctx) as a run ends by its timeout. The meter stops
+// the instance at its deadline; call cancel when done.
+func (e *Engine) imageContext(ctx context.Context, m *meter) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeoutCause(ctx, e.imageTimeout, errImageTimeout)
+	if deadline, ok := ctx.Deadline(); ok {
+		m.until(deadline, cancel)
+	}
+	return ctx, cancel
+}
+
 // boot initialises a fresh instance of the wasmpy build, whichever engine
 // runs it: it lays the interpreter's data segments into memory, runs
 // _initialize, Py_InitializeEx and our bootstrap, and returns the memory
-// afterwards (the image) and the address of the runner's code in it. The
-// instance's calls must see a runState bound to stderr. (snapshot.go's
-// initialise does the same on a wazero module.)
-func (e *Engine) boot(ctx context.Context, in instance, stderr *output) ([]byte, uint32, error) {
+// afterwards (the image) and the address of the runner's code in it.
+// Mutable state outside linear memory is only the stack pointer, which is
+// back at its start when the host regains control. The instance's calls
+// must see a runState bound to stderr; ctx is imageContext's, made from
+// outer, and the instance's memory limit is e.imageMemory, past which
+// refused reports true.
+func (e *Engine) boot(outer, ctx context.Context, in instance, stderr *output, refused func() bool) ([]byte, uint32, error) {
 	fail := func(step string, err error) ([]byte, uint32, error) {
+		switch {
+		case outer.Err() != nil:
+			return nil, 0, fmt.Errorf("wasmpy: making the interpreter's image: %w", context.Cause(outer))
+		case ctx.Err() != nil:
+			return nil, 0, &PreloadError{Line: fmt.Sprintf("wasmpy: making the interpreter's image took longer than %v: a preloaded module or a package set's .pth line does not finish", e.imageTimeout)}
+		case refused():
+			return nil, 0, &PreloadError{Line: fmt.Sprintf("wasmpy: making the interpreter's image needed more than %s of memory: a preloaded module or a package set's .pth line", sizeText(e.imageMemory))}
+		}
 		return nil, 0, fmt.Errorf("wasmpy: interpreter %s: %v: %s", step, err, stderr.bytes())
 	}
 	_, segments, err := wasmbin.DropActiveData(e.interp.Wasm)
@@ -39,6 +62,9 @@ func (e *Engine) boot(ctx context.Context, in instance, stderr *output) ([]byte,
 		return fail("bootstrap", err)
 	}
 	if r, err := callIn(ctx, in, "PyRun_SimpleString", uint64(boot)); err != nil || int32(r) != 0 {
+		if ctx.Err() != nil || refused() {
+			return fail("bootstrap", err)
+		}
 		if err := preloadError(stderr.bytes()); err != nil {
 			return nil, 0, err
 		}

@@ -134,13 +134,21 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := site.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Engine == Wasmtime && cfg.Interpreter.Kind != assets.Wasmpy {
+		return nil, fmt.Errorf("wasmpy: the wasmtime engine runs the wasmpy build only, not the %s interpreter", cfg.Interpreter.Kind)
+	}
+	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, site: site,
+		imageTimeout: MaxImageTimeout, imageMemory: DefaultMemoryLimit,
+		key: imageKey(cfg.Interpreter, site.key, strings.Join(site.preload, ","))}
+	if cfg.ImageTimeout > 0 {
+		e.imageTimeout = min(cfg.ImageTimeout, MaxImageTimeout)
+	}
+	if cfg.ImageMemory > 0 {
+		e.imageMemory = min(cfg.ImageMemory, maxMemory)
+	}
+	e.alive, e.kill = context.WithCancelCause(context.Background())
 	if cfg.Engine == Wasmtime {
-		if cfg.Interpreter.Kind != assets.Wasmpy {
-			return nil, fmt.Errorf("wasmpy: the wasmtime engine runs the wasmpy build only, not the %s interpreter", cfg.Interpreter.Kind)
-		}
-		e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, name: Wasmtime, site: site,
-			key: imageKey(cfg.Interpreter, site.key, strings.Join(site.preload, ","))}
-		e.alive, e.kill = context.WithCancelCause(context.Background())
+		e.name = Wasmtime
 		alt, err := newWasmtime(ctx, e, cfg)
 		if err != nil {
 			e.kill(err)
@@ -156,20 +164,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(filepath.Join(cfg.CacheDir, "compiled"))
 		if err != nil {
+			e.kill(err)
 			return nil, fmt.Errorf("wasmpy: compilation cache: %w", err)
 		}
 		rc = rc.WithCompilationCache(cache)
 	}
-	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, name: Wazero, rt: wazero.NewRuntimeWithConfig(ctx, rc), site: site,
-		imageTimeout: MaxImageTimeout, imageMemory: DefaultMemoryLimit,
-		key: imageKey(cfg.Interpreter, site.key, strings.Join(site.preload, ","))}
-	if cfg.ImageTimeout > 0 {
-		e.imageTimeout = min(cfg.ImageTimeout, MaxImageTimeout)
-	}
-	if cfg.ImageMemory > 0 {
-		e.imageMemory = min(cfg.ImageMemory, maxMemory)
-	}
-	e.alive, e.kill = context.WithCancelCause(context.Background())
+	e.name, e.rt = Wazero, wazero.NewRuntimeWithConfig(ctx, rc)
 	if err := e.start(ctx, cfg.CacheDir); err != nil {
 		e.kill(err)
 		e.rt.Close(ctx)

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +9,6 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-
-	"github.com/wasmpy/wasmpy/internal/pyhost"
-	"github.com/wasmpy/wasmpy/internal/wasmbin"
 )
 
 // preload is imported before the snapshot, so runs find these modules ready.
@@ -53,21 +49,13 @@ func (e *Engine) snapshot(ctx context.Context, cacheDir string) error {
 	return nil
 }
 
-// initialise runs the interpreter's initialisation and our bootstrap, and
-// returns the memory afterwards. Mutable state outside linear memory is only
-// the stack pointer, which is back at its start when the host regains control.
-//
-// It runs the preloads and the package sets' .pth lines, so it is bounded
-// as a run is: by e.imageTimeout (and ctx) and e.imageMemory.
+// initialise makes the image in a wazero instance (see boot).
 func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	stderr := &output{keep: 64 << 10, limit: NoOutputLimit, full: func() {}}
 	st := newRunState(e.newMeter())
 	outer := ctx
-	ctx, cancel := context.WithTimeoutCause(ctx, e.imageTimeout, errImageTimeout)
+	ctx, cancel := e.imageContext(ctx, st.meter)
 	defer cancel()
-	if deadline, ok := ctx.Deadline(); ok {
-		st.meter.until(deadline, cancel)
-	}
 	mem := &memory{limit: e.imageMemory}
 	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
 	ctx = context.WithValue(ctx, stateKey{}, st)
@@ -80,57 +68,7 @@ func (e *Engine) initialise(ctx context.Context) ([]byte, uint32, error) {
 	defer m.Close(ctx)
 	st.meter.start(m, math.MaxInt64)
 	defer st.meter.stop()
-	fail := func(step string, err error) ([]byte, uint32, error) {
-		switch {
-		case outer.Err() != nil:
-			return nil, 0, fmt.Errorf("wasmpy: making the interpreter's image: %w", context.Cause(outer))
-		case ctx.Err() != nil:
-			return nil, 0, &PreloadError{Line: fmt.Sprintf("wasmpy: making the interpreter's image took longer than %v: a preloaded module or a package set's .pth line does not finish", e.imageTimeout)}
-		case mem.refused.Load():
-			return nil, 0, &PreloadError{Line: fmt.Sprintf("wasmpy: making the interpreter's image needed more than %s of memory: a preloaded module or a package set's .pth line", sizeText(e.imageMemory))}
-		}
-		return nil, 0, fmt.Errorf("wasmpy: interpreter %s: %v: %s", step, err, stderr.bytes())
-	}
-	_, segments, err := wasmbin.DropActiveData(e.interp.Wasm)
-	if err != nil {
-		return fail("data segments", err)
-	}
-	for _, seg := range segments {
-		if !m.Memory().Write(seg.Offset, seg.Data) {
-			return fail("data segments", fmt.Errorf("segment at %#x outside the initial memory", seg.Offset))
-		}
-	}
-	if _, err := call(ctx, m, "_initialize"); err != nil {
-		return fail("_initialize", err)
-	}
-	if _, err := call(ctx, m, "Py_InitializeEx", 0); err != nil {
-		return fail("Py_InitializeEx", err)
-	}
-	boot, err := cString(ctx, m, pyhost.Bootstrap(e.site.prelude()+preload))
-	if err != nil {
-		return fail("bootstrap", err)
-	}
-	if r, err := call(ctx, m, "PyRun_SimpleString", uint64(boot)); err != nil || int32(r) != 0 {
-		if ctx.Err() != nil || mem.refused.Load() {
-			return fail("bootstrap", err)
-		}
-		if err := preloadError(stderr.bytes()); err != nil {
-			return nil, 0, err
-		}
-		return fail("bootstrap", err)
-	}
-	if _, err := call(ctx, m, "free", uint64(boot)); err != nil {
-		return fail("bootstrap", err)
-	}
-	runCode, err := cString(ctx, m, pyhost.RunMain)
-	if err != nil {
-		return fail("bootstrap", err)
-	}
-	data, ok := m.Memory().Read(0, m.Memory().Size())
-	if !ok {
-		return fail("snapshot", fmt.Errorf("memory unreadable"))
-	}
-	return bytes.Clone(data), runCode, nil
+	return e.boot(outer, ctx, wazeroInstance{m}, stderr, mem.refused.Load)
 }
 
 func call(ctx context.Context, m api.Module, name string, args ...uint64) (uint64, error) {
@@ -143,16 +81,4 @@ func call(ctx context.Context, m api.Module, name string, args ...uint64) (uint6
 		return 0, err
 	}
 	return r[0], nil
-}
-
-// cString copies s into guest memory allocated with the guest's malloc.
-func cString(ctx context.Context, m api.Module, s string) (uint32, error) {
-	p, err := call(ctx, m, "malloc", uint64(len(s)+1))
-	if err != nil {
-		return 0, err
-	}
-	if p == 0 || !m.Memory().Write(uint32(p), append([]byte(s), 0)) {
-		return 0, fmt.Errorf("malloc(%d) failed", len(s)+1)
-	}
-	return uint32(p), nil
 }

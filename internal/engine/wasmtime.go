@@ -376,16 +376,19 @@ func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
 	}
 	stderr := &output{keep: 64 << 10, limit: NoOutputLimit, full: func() {}}
 	st := newRunState(w.e.newMeter())
+	outer := ctx
+	ctx, cancel := w.e.imageContext(ctx, st.meter)
+	defer cancel()
 	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
 	close(st.ready)
-	in, err := w.instantiate(ctx, st, maxMemory, append(guestEnv(), "PYTHONHOME=/usr/local"), nil)
+	in, err := w.instantiate(ctx, st, w.e.imageMemory, append(guestEnv(), "PYTHONHOME=/usr/local"), nil)
 	if err != nil {
 		return err
 	}
 	defer in.close()
 	st.meter.startCounter(in.counter(), math.MaxInt64)
 	defer st.meter.stop()
-	data, runCode, err := w.e.boot(in.ctx, in, stderr)
+	data, runCode, err := w.e.boot(outer, in.ctx, in, stderr, in.ms.refused)
 	if err != nil {
 		return err
 	}
