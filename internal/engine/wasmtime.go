@@ -476,7 +476,9 @@ func (w *wtEngine) park(st *runState, limit uint64) (*wtParked, error) {
 		copy(in.mem.UnsafeData(in.store), w.img.data)
 	}
 	st.intr.in, st.intr.ctx = in, in.ctx
-	st.meter.startCounter(in.counter(), math.MaxInt64) // the runner's start is not the run's
+	// The runner's start is not the run's, but it is bounded as wazero's
+	// parked start is (parkFuel): the run's budget replaces it at _job.
+	st.meter.startCounter(in.counter(), parkFuel)
 	mem.peak.Store(uint64(w.img.size))
 	p := &wtParked{in: in, st: st, mem: mem, cancel: cancel, done: make(chan struct{})}
 	if w.epochs != nil {
@@ -505,7 +507,11 @@ func (w *wtEngine) park(st *runState, limit uint64) (*wtParked, error) {
 	case <-st.waiting:
 		return p, nil
 	case <-p.done:
-		return &wtParked{mem: mem}, fmt.Errorf("wasmpy: start instance: the runner ended before asking for its job: %v", p.err)
+		why := fmt.Sprint(p.err)
+		if st.meter.exhausted() {
+			why = fmt.Sprintf("it ran past %d units of fuel (a preloaded module's code?)", parkFuel)
+		}
+		return &wtParked{mem: mem}, fmt.Errorf("wasmpy: start instance: the runner ended before asking for its job: %s", why)
 	}
 }
 
