@@ -26,28 +26,6 @@ const (
 	CodeBadRequest       = "bad_request"       // the request is malformed: an actor id or type too long or not printable
 )
 
-// Error is why an execution was refused or did not produce a valid output.
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	// Kind is the run's error.kind, for run_failed and timeout.
-	Kind wasmpy.Kind `json:"kind,omitempty"`
-	// Pointer locates the first schema violation (RFC 6901, "" for the whole
-	// value), for invalid_input and invalid_output.
-	Pointer    *string     `json:"pointer,omitempty"`
-	Violations []Violation `json:"violations,omitempty"`
-	// Problems are every reason a skill given to register does not load,
-	// for invalid_skill.
-	Problems []Problem `json:"problems,omitempty"`
-}
-
-func (e *Error) Error() string { return "skills: " + e.Code + ": " + e.Message }
-
-func schemaError(code, what string, vs []Violation) *Error {
-	p := vs[0].Pointer
-	return &Error{Code: code, Message: what + " does not match the schema: " + describe(vs), Pointer: &p, Violations: vs}
-}
-
 // ExecutorConfig configures an Executor.
 type ExecutorConfig struct {
 	// Sandbox configures the one sandbox every run shares: interpreter,
@@ -151,7 +129,7 @@ func (e *Executor) Describe(s *Skill) Info {
 	if err != nil { // a skill.yaml tier this executor lacks: describe it under the strictest
 		t = e.Tiers().Strictest()
 	}
-	return s.info(t, e.apply(t, wasmpy.Job{Limits: s.Limits}).Limits.Or(wasmpy.DefaultLimits()))
+	return s.Describe(t, e.apply(t, wasmpy.Job{Limits: s.Limits}).Limits.Or(wasmpy.DefaultLimits()))
 }
 
 // Close releases the sandbox.
@@ -206,7 +184,8 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	stdin, err := json.Marshal(map[string]any{"module": s.module, "function": s.fn, "source": s.Source, "args": args})
+	module, fn := s.Entry()
+	stdin, err := json.Marshal(map[string]any{"module": module, "function": fn, "source": s.Source, "args": args})
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +203,7 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 		case err != nil:
 			x.Error = &Error{Code: CodeInvalidOutput, Message: "output: " + err.Error()}
 		case vs != nil:
-			x.Error = schemaError(CodeInvalidOutput, "the output of "+s.Handler, vs)
+			x.Error = SchemaError(CodeInvalidOutput, "the output of "+s.Handler, vs)
 		}
 	})
 }
@@ -254,7 +233,7 @@ func (s *Skill) Check(req Request) (inputsHash string, err error) {
 		return "", &Error{Code: CodeInvalidInput, Message: "args: " + err.Error()}
 	}
 	if vs != nil {
-		return "", schemaError(CodeInvalidInput, "args", vs)
+		return "", SchemaError(CodeInvalidInput, "args", vs)
 	}
 	return inputsHash, nil
 }

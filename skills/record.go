@@ -15,7 +15,7 @@ import (
 func NewRecord(sb *wasmpy.Sandbox, kind string, limits wasmpy.Limits) *provenance.Record {
 	return &provenance.Record{ExecutionID: provenance.NewID(), Kind: kind,
 		Interpreter: provenance.Interpreter(sb.Interpreter()), Packages: packageSets(sb.Packages()),
-		Limits: provenance.Limits(limitsInfo(limits)), Outcome: provenance.OutcomeRunning,
+		Limits: recordLimits(limits), Outcome: provenance.OutcomeRunning,
 		StartedAt: now(), HostCalls: []provenance.HostCall{}}
 }
 
@@ -46,4 +46,9 @@ func CompleteRecord(ctx context.Context, rec *provenance.Record, res *wasmpy.Res
 	if h, err := provenance.Hash(res.Output); err == nil { // the code finished: hash what it handed back
 		rec.OutputsHash = h
 	}
+}
+
+// recordLimits are the limits a run was given, as its record keeps them.
+func recordLimits(l wasmpy.Limits) provenance.Limits {
+	return provenance.Limits{TimeoutMS: l.Timeout.Milliseconds(), MemoryBytes: l.Memory, OutputBytes: l.Output, Fuel: l.Fuel}
 }

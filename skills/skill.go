@@ -100,6 +100,10 @@ func (s *Skill) Grants() []wasmpy.Capability {
 	return g
 }
 
+// Entry is the handler's module (module.py in the skill's directory) and
+// the function in it a run calls.
+func (s *Skill) Entry() (module, function string) { return s.module, s.fn }
+
 // ValidateInput checks args against the input schema; nil means valid.
 func (s *Skill) ValidateInput(args json.RawMessage) ([]Violation, error) {
 	return validate(s.input, args)
@@ -111,7 +115,7 @@ func (s *Skill) ValidateOutput(out json.RawMessage) ([]Violation, error) {
 }
 
 // Info is the public description of a skill, as GET /skills/{name} and
-// `wasmpy skill show` give it (Executor.Describe).
+// `wasmpy skill show` give it (runs.Executor.Describe).
 type Info struct {
 	Name        string   `json:"name"`
 	Version     string   `json:"version"`
@@ -157,8 +161,9 @@ func limitsInfo(l wasmpy.Limits) LimitsInfo {
 	return LimitsInfo{TimeoutMS: l.Timeout.Milliseconds(), MemoryBytes: l.Memory, OutputBytes: l.Output, Fuel: l.Fuel}
 }
 
-// info describes the skill, with the tier and limits its runs get.
-func (s *Skill) info(tier *tiers.Tier, limits wasmpy.Limits) Info {
+// Describe is the skill's public description, with the tier and limits
+// its runs get (the run service's Executor.Describe says which).
+func (s *Skill) Describe(tier *tiers.Tier, limits wasmpy.Limits) Info {
 	tags, requires := s.Tags, s.Requires
 	if tags == nil {
 		tags = []string{}
