@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmpy/wasmpy/mcpserver"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // BenchmarkToolsCall measures one tools/call round trip from the Go SDK's
@@ -68,7 +68,7 @@ func BenchmarkToolsCall(b *testing.B) {
 		lat := make([]time.Duration, 0, b.N)
 		do := func() time.Duration {
 			start := time.Now()
-			x, err := ex.Exec(ctx, skills.ExecRequest{Code: "print(1)", Workspace: dir})
+			x, err := ex.Exec(ctx, runs.ExecRequest{Code: "print(1)", Workspace: dir})
 			if err != nil || x.Error != nil {
 				b.Fatalf("%v %v", err, x)
 			}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // probeModules are the modules a model most often reaches for; the tool
@@ -32,7 +32,7 @@ submit_result({"version": sys.version.split()[0], "modules": ok})
 // describeSandbox says, for a model, what a run_python call gets: the
 // interpreter, the modules and packages it can import, its limits, and
 // what it cannot do.
-func describeSandbox(ctx context.Context, ex *skills.Executor, ceil wasmpy.Limits) (string, error) {
+func describeSandbox(ctx context.Context, ex *runs.Executor, ceil wasmpy.Limits) (string, error) {
 	lim, err := appliedLimits(ex, ceil)
 	if err != nil {
 		return "", fmt.Errorf("mcpserver: %w", err)

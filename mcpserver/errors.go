@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmpy/wasmpy/internal/jsontext"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -84,14 +85,14 @@ func (s *Server) fail(err error) (*mcp.CallToolResult, error) {
 	switch {
 	case errors.As(err, &je):
 		return nil, je
-	case errors.As(err, &se) && (se.Code == skills.CodeBadRequest || se.Code == skills.CodeInvalidInput):
+	case errors.As(err, &se) && (se.Code == runs.CodeBadRequest || se.Code == runs.CodeInvalidInput):
 		data, _ := json.Marshal(se)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: se.Message, Data: data}
-	case errors.Is(err, skills.ErrNoSession):
+	case errors.Is(err, runs.ErrNoSession):
 		return toolError("unknown_session: no such session in this MCP session (session_create starts one)", nil), nil
-	case errors.Is(err, skills.ErrSessionConflict):
+	case errors.Is(err, runs.ErrSessionConflict):
 		return toolError("session_conflict: "+err.Error(), nil), nil
-	case errors.As(err, &se) && se.Code == skills.CodeApprovalRequired:
+	case errors.As(err, &se) && se.Code == runs.CodeApprovalRequired:
 		return toolError(fmt.Sprintf("%s: %s: the user must approve this call (the client sets _meta[%q] = true)", se.Code, se.Message, ApprovedMeta), nil), nil
 	case errors.As(err, &se):
 		return toolError(fmt.Sprintf("%s: %s", se.Code, se.Message), nil), nil

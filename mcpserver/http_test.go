@@ -21,6 +21,7 @@ import (
 	"github.com/wasmpy/wasmpy/mcpserver"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
@@ -35,10 +36,10 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // httpServer serves the HTTP API with MCP at /mcp, behind a token, sharing
 // one Admission.
-func httpServer(t *testing.T) (*httptest.Server, *skills.Admission) {
+func httpServer(t *testing.T) (*httptest.Server, *runs.Admission) {
 	t.Helper()
 	ex, reg := fixtures(t)
-	adm, err := skills.NewAdmission(skills.AdmissionConfig{})
+	adm, err := runs.NewAdmission(runs.AdmissionConfig{})
 	require.NoError(t, err)
 	srv := newServer(t, func(cfg *mcpserver.Config) { cfg.Admission = adm })
 	svc, err := service.New(service.Config{Registry: reg, Executor: ex, Admission: adm, Tokens: []string{"s3cret"}, MCP: srv.Handler()})
@@ -86,7 +87,7 @@ func TestStreamableHTTP(t *testing.T) {
 
 	// The HTTP API's counters include the MCP runs.
 	st := adm.Stats()
-	require.Equal(t, []skills.ExecutionCount{{Skill: "", Outcome: "exception", Count: 1}, {Skill: "", Outcome: "ok", Count: 1}, {Skill: "echo", Outcome: "ok", Count: 1}}, st.Executions)
+	require.Equal(t, []runs.ExecutionCount{{Skill: "", Outcome: "exception", Count: 1}, {Skill: "", Outcome: "ok", Count: 1}, {Skill: "echo", Outcome: "ok", Count: 1}}, st.Executions)
 	req, _ := http.NewRequest("GET", hs.URL+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer s3cret")
 	resp, err = http.DefaultClient.Do(req)
@@ -155,7 +156,7 @@ func tokenServer(t *testing.T, mutate func(*mcpserver.Config)) *httptest.Server 
 	for _, name := range []string{"alice", "bob"} {
 		require.NoError(t, st.CreateToken(ctx, &provenance.Token{Name: name, Hash: provenance.HashBytes([]byte(name)), Role: provenance.RoleRunner, MaxTier: "sandbox"}))
 	}
-	ex, err := skills.NewExecutor(ctx, skills.ExecutorConfig{Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st})
+	ex, err := runs.NewExecutor(ctx, runs.ExecutorConfig{Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st})
 	require.NoError(t, err)
 	t.Cleanup(func() { ex.Close(ctx) })
 	schema := []byte(`{"input": {"type": "object", "properties": {"mib": {"type": "integer"}}, "additionalProperties": false}, "output": {"type": "object"}}`)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/wasmpy/wasmpy/internal/units"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -52,8 +53,8 @@ func (b Budgets) or(d Budgets) Budgets {
 // that opened it, and counted against the ceilings.
 type httpSessions struct {
 	mu      sync.Mutex
-	callers map[string]skills.Caller // by Mcp-Session-Id
-	pending map[string]int           // initializes under way, by Caller.Owner
+	callers map[string]runs.Caller // by Mcp-Session-Id
+	pending map[string]int         // initializes under way, by Caller.Owner
 }
 
 const sessionIDHeader = "Mcp-Session-Id"
@@ -61,15 +62,15 @@ const sessionIDHeader = "Mcp-Session-Id"
 // callerOf is the caller an MCP session belongs to: over HTTP, the one
 // that opened it; over stdio (no session id), the zero Caller, the local
 // user. An HTTP session never bound is refused: its caller is unknown.
-func (h *httpSessions) callerOf(id string) (skills.Caller, error) {
+func (h *httpSessions) callerOf(id string) (runs.Caller, error) {
 	if id == "" {
-		return skills.Caller{}, nil
+		return runs.Caller{}, nil
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c, ok := h.callers[id]
 	if !ok {
-		return skills.Caller{}, errors.New("mcpserver: an MCP session over HTTP not opened through Server.Handler")
+		return runs.Caller{}, errors.New("mcpserver: an MCP session over HTTP not opened through Server.Handler")
 	}
 	return c, nil
 }
@@ -79,7 +80,7 @@ func (h *httpSessions) callerOf(id string) (skills.Caller, error) {
 // the ceilings; then h serves it, and a session it opens is bound to the
 // caller.
 func (s *Server) serveHTTP(h http.Handler, w http.ResponseWriter, r *http.Request) {
-	c := skills.CallerFrom(r.Context())
+	c := runs.CallerFrom(r.Context())
 	if id := r.Header.Get(sessionIDHeader); id != "" {
 		s.http.mu.Lock()
 		owner, ok := s.http.callers[id]
@@ -96,7 +97,7 @@ func (s *Server) serveHTTP(h http.Handler, w http.ResponseWriter, r *http.Reques
 		return
 	}
 	if why := s.reserveSession(c.Owner); why != "" {
-		httpError(w, http.StatusTooManyRequests, skills.CodeBudgetExceeded, why)
+		httpError(w, http.StatusTooManyRequests, runs.CodeBudgetExceeded, why)
 		return
 	}
 	bw := &bindingWriter{ResponseWriter: w, bind: func(id string) {
@@ -125,7 +126,7 @@ func (s *Server) reserveSession(owner string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.callers == nil {
-		h.callers, h.pending = map[string]skills.Caller{}, map[string]int{}
+		h.callers, h.pending = map[string]runs.Caller{}, map[string]int{}
 	}
 	all, mine := 0, h.pending[owner]
 	for id, c := range h.callers {
@@ -211,11 +212,11 @@ func (b *workspaceBudget) grow(owner string, n int64) error {
 	if n > 0 {
 		switch mine := b.by[owner]; {
 		case owner != "" && b.perCaller >= 0 && mine+n > b.perCaller:
-			return &skills.Error{Code: skills.CodeBudgetExceeded, Message: fmt.Sprintf(
+			return &skills.Error{Code: runs.CodeBudgetExceeded, Message: fmt.Sprintf(
 				"this caller's MCP workspaces hold %s, and %s more would pass its budget of %s: remove files or end a session",
 				units.FormatSize(uint64(mine)), units.FormatSize(uint64(n)), units.FormatSize(uint64(b.perCaller)))}
 		case b.global >= 0 && b.total+n > b.global:
-			return &skills.Error{Code: skills.CodeBudgetExceeded, Message: fmt.Sprintf(
+			return &skills.Error{Code: runs.CodeBudgetExceeded, Message: fmt.Sprintf(
 				"the service's MCP workspaces hold %s, its budget of %s: retry later", units.FormatSize(uint64(b.total)), units.FormatSize(uint64(b.global)))}
 		}
 	}

@@ -13,17 +13,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // runArgs are run_python's arguments.
 type runArgs struct {
-	Code      string                 `json:"code"`
-	SessionID string                 `json:"session_id"`
-	Stdin     string                 `json:"stdin"`
-	Args      []string               `json:"args"`
-	Files     map[string]string      `json:"files"`
-	Limits    skills.RequestedLimits `json:"limits"`
+	Code      string               `json:"code"`
+	SessionID string               `json:"session_id"`
+	Stdin     string               `json:"stdin"`
+	Args      []string             `json:"args"`
+	Files     map[string]string    `json:"files"`
+	Limits    runs.RequestedLimits `json:"limits"`
 }
 
 // RunOutput is run_python's structured content, whether the run succeeded
@@ -115,12 +115,12 @@ var runOutputSchema = json.RawMessage(`{
 // none: the service's default tier's, under the executor's and the
 // server's ceilings, with the default capture's bound on output (which
 // streams); the tool's description and its schema's maxima say them.
-func appliedLimits(ex *skills.Executor, ceil wasmpy.Limits) (wasmpy.Limits, error) {
-	tier, err := ex.ExecTier(skills.Caller{}, "")
+func appliedLimits(ex *runs.Executor, ceil wasmpy.Limits) (wasmpy.Limits, error) {
+	tier, err := ex.ExecTier(runs.Caller{}, "")
 	if err != nil {
 		return wasmpy.Limits{}, err
 	}
-	lim, err := ex.ExecLimits(tier, skills.RequestedLimits{}, ceil)
+	lim, err := ex.ExecLimits(tier, runs.RequestedLimits{}, ceil)
 	if err != nil {
 		return wasmpy.Limits{}, err
 	}
@@ -226,11 +226,11 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			return s.fail(invalidParams("run_python: files: %v", err))
 		}
 	}
-	ereq := skills.ExecRequest{Code: a.Code, Args: a.Args, Stdin: a.Stdin, Limits: lim, Workspace: ws.dir,
+	ereq := runs.ExecRequest{Code: a.Code, Args: a.Args, Stdin: a.Stdin, Limits: lim, Workspace: ws.dir,
 		ActorID: actor(req.Session), ActorType: "mcp", Tier: tier.Name, Caller: c.caller}
-	run := func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, ereq) }
+	run := func(ctx context.Context) (*runs.Execution, error) { return s.cfg.Executor.Exec(ctx, ereq) }
 	if a.SessionID != "" {
-		run = func(ctx context.Context) (*skills.Execution, error) {
+		run = func(ctx context.Context) (*runs.Execution, error) {
 			return s.cfg.Executor.SessionExec(ctx, a.SessionID, ereq)
 		}
 	}
@@ -257,7 +257,7 @@ func (s *Server) runPython(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	return &mcp.CallToolResult{Content: append([]mcp.Content{&mcp.TextContent{Text: renderRun(out)}}, content...), StructuredContent: out}, nil
 }
 
-func runOutput(x *skills.Execution) *RunOutput {
+func runOutput(x *runs.Execution) *RunOutput {
 	r := x.Result
 	return &RunOutput{OK: r.Error == nil, ExecutionID: x.Record.ExecutionID, Stdout: r.Stdout, Stderr: r.Stderr,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated, Output: r.Output, Error: r.Error,
@@ -267,7 +267,7 @@ func runOutput(x *skills.Execution) *RunOutput {
 // saveFiles carries what a run did to its workspace over to the session's
 // workspace, so later runs and read_file see it: the paths it removed or
 // renamed away go, then the files it wrote are written. A session turn
-// keeps no files of its own (skills.ExecRequest.Workspace), so this
+// keeps no files of its own (runs.ExecRequest.Workspace), so this
 // directory is the one copy.
 func saveFiles(ws *files, res *wasmpy.Result) ([]FileInfo, string) {
 	out := []FileInfo{}

@@ -1,7 +1,7 @@
 // Package mcpserver serves wasmpy to agents over the Model Context
 // Protocol, with the official Go SDK. It is a front end like the HTTP
-// service: it runs code through the same skills.Executor (provenance) and
-// skills.Admission (slots, queue, request timeout), so both share limits,
+// service: it runs code through the same runs.Executor (provenance) and
+// runs.Admission (slots, queue, request timeout), so both share limits,
 // records and error codes.
 //
 // Tools: run_python (code, limits, input files → stdout, stderr, output,
@@ -32,6 +32,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/workspace"
 )
@@ -43,14 +44,14 @@ const DefaultSessionTimeout = 30 * time.Minute
 // Config configures a Server.
 type Config struct {
 	// Executor runs the code and the skills, and records their provenance.
-	Executor *skills.Executor
+	Executor *runs.Executor
 	// Registry is the skills served as tools; it may still be loading
 	// (skills.Start): each skill becomes a tool once the registry is done,
 	// and clients are told the tool list changed. nil serves no skills.
 	Registry *skills.Registry
 	// Admission bounds the runs; share the HTTP service's so both front
 	// ends share its limits. nil means one with the defaults.
-	Admission *skills.Admission
+	Admission *runs.Admission
 	// ExecLimits bound run_python; a call may ask for less.
 	ExecLimits wasmpy.Limits
 	// SkillsOnly serves the skills alone: no run_python and no workspace
@@ -76,7 +77,7 @@ type Config struct {
 // Server is the MCP server; create it with New and Close it when done.
 type Server struct {
 	cfg   Config
-	adm   *skills.Admission
+	adm   *runs.Admission
 	mcp   *mcp.Server
 	log   *slog.Logger
 	about string // what the sandbox offers, for tool descriptions
@@ -108,7 +109,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	adm := cfg.Admission
 	if adm == nil {
 		var err error
-		if adm, err = skills.NewAdmission(skills.AdmissionConfig{}); err != nil {
+		if adm, err = runs.NewAdmission(runs.AdmissionConfig{}); err != nil {
 			return nil, err
 		}
 	}
@@ -158,7 +159,7 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport) (*mcp.ServerSessi
 
 // Handler serves the streamable HTTP transport (POST, GET and DELETE on
 // one path). Put it behind the caller's own authentication, which hands
-// the caller on in the request's context (skills.WithCaller, as the HTTP
+// the caller on in the request's context (runs.WithCaller, as the HTTP
 // service does): an MCP session belongs to the caller that opened it (any
 // other gets 404, as for a session that does not exist), its runs get that
 // caller's tier, and Config.Budgets bound the sessions each caller opens.
@@ -193,7 +194,7 @@ type conn struct {
 	// caller is the MCP session's: over HTTP the token that opened it,
 	// over stdio the zero Caller (the local user); its Scope makes its
 	// sandbox sessions its own, which no other MCP session can name.
-	caller   skills.Caller
+	caller   runs.Caller
 	mu       sync.Mutex
 	files    *files
 	sessions map[string]bool
@@ -267,8 +268,8 @@ func actor(ss *mcp.ServerSession) string {
 			}
 			return r
 		}, p.ClientInfo.Name)
-		if len(name) > skills.MaxActorID {
-			name = name[:skills.MaxActorID]
+		if len(name) > runs.MaxActorID {
+			name = name[:runs.MaxActorID]
 		}
 		return strings.ToValidUTF8(name, "")
 	}

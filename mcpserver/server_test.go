@@ -19,23 +19,24 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/mcpserver"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
 var (
 	once     sync.Once
-	executor *skills.Executor
+	executor *runs.Executor
 	registry *skills.Registry
 	setupErr error
 )
 
 // fixtures are one executor and the test skills (echo, needs_approval...),
 // shared by the tests of this package.
-func fixtures(t testing.TB) (*skills.Executor, *skills.Registry) {
+func fixtures(t testing.TB) (*runs.Executor, *skills.Registry) {
 	t.Helper()
 	once.Do(func() {
 		ctx := context.Background()
-		executor, setupErr = skills.NewExecutor(ctx, skills.ExecutorConfig{Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}})
+		executor, setupErr = runs.NewExecutor(ctx, runs.ExecutorConfig{Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}})
 		if setupErr != nil {
 			return
 		}
@@ -338,7 +339,7 @@ func TestWorkspaceRemovals(t *testing.T) {
 	require.Equal(t, "['c.txt', 'x']\n", run("import os; print(sorted(os.listdir('.')))", "").Stdout)
 
 	res = call(t, c, "session_create", map[string]any{}, nil)
-	id := structured[skills.SessionInfo](t, res).ID
+	id := structured[runs.SessionInfo](t, res).ID
 	out := run("open('s.txt', 'w').write('one')\nimport os\nos.remove('c.txt')\nkept = 1", id)
 	require.Equal(t, []mcpserver.FileInfo{{Path: "s.txt", Size: 3, SHA256: out.Files[0].SHA256}}, out.Files)
 	require.Equal(t, []string{"s.txt", "x/e/f.txt", "x/g.txt"}, ls())
@@ -438,13 +439,13 @@ func TestProtocolErrors(t *testing.T) {
 // TestSharedAdmission: MCP runs take the slots HTTP runs take; when they
 // are all busy, the call is a tool error that says so.
 func TestSharedAdmission(t *testing.T) {
-	adm, err := skills.NewAdmission(skills.AdmissionConfig{MaxConcurrent: 1, MaxQueue: -1})
+	adm, err := runs.NewAdmission(runs.AdmissionConfig{MaxConcurrent: 1, MaxQueue: -1})
 	require.NoError(t, err)
 	c := connect(t, newServer(t, func(cfg *mcpserver.Config) { cfg.Admission = adm }))
 	hold, release, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		adm.Run(context.Background(), 0, func(context.Context) (*skills.Execution, error) {
+		adm.Run(context.Background(), 0, func(context.Context) (*runs.Execution, error) {
 			close(hold)
 			<-release
 			return nil, context.Canceled
@@ -460,7 +461,7 @@ func TestSharedAdmission(t *testing.T) {
 	require.False(t, res.IsError, text(res))
 	st := adm.Stats()
 	require.Equal(t, int64(1), st.Rejected)
-	require.Equal(t, []skills.ExecutionCount{{Skill: "", Outcome: "ok", Count: 1}}, st.Executions)
+	require.Equal(t, []runs.ExecutionCount{{Skill: "", Outcome: "ok", Count: 1}}, st.Executions)
 }
 
 func TestSkillsOnly(t *testing.T) {
@@ -484,7 +485,7 @@ func TestSessions(t *testing.T) {
 	open := ex.SessionStats().Open
 	res := call(t, c, "session_create", map[string]any{}, nil)
 	require.False(t, res.IsError, text(res))
-	id := structured[skills.SessionInfo](t, res).ID
+	id := structured[runs.SessionInfo](t, res).ID
 	require.NotEmpty(t, id)
 	turn := func(c *client, id, code string) (*mcp.CallToolResult, mcpserver.RunOutput) {
 		t.Helper()
@@ -514,7 +515,7 @@ func TestSessions(t *testing.T) {
 	// A fork goes its own way.
 	res = call(t, c, "session_fork", map[string]any{"session_id": id}, nil)
 	require.False(t, res.IsError, text(res))
-	fork := structured[skills.SessionInfo](t, res).ID
+	fork := structured[runs.SessionInfo](t, res).ID
 	require.NotEqual(t, id, fork)
 	turn(c, fork, "x = 7")
 	_, out = turn(c, id, "print(x)")

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wasmpy/wasmpy/internal/jsontext"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -79,16 +80,16 @@ func (s *Server) callSkill(ctx context.Context, req *mcp.CallToolRequest, sk *sk
 	if err != nil {
 		return s.fail(err)
 	}
-	sreq := skills.Request{Args: args, ActorID: actor(req.Session), ActorType: "mcp", Approved: approved, Caller: c.caller}
+	sreq := runs.Request{Args: args, ActorID: actor(req.Session), ActorType: "mcp", Approved: approved, Caller: c.caller}
 	tier, err := s.cfg.Executor.SkillTier(c.caller, sk, "") // the skill's own, within the caller's maximum
 	if err != nil {
 		return s.fail(err)
 	}
 	sreq.Tier = tier.Name
-	if _, err := sk.Check(sreq); err != nil {
+	if _, err := runs.Check(sk, sreq); err != nil {
 		return s.fail(err)
 	}
-	x, err := s.adm.Run(ctx, 0, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Execute(ctx, sk, sreq) })
+	x, err := s.adm.Run(ctx, 0, func(ctx context.Context) (*runs.Execution, error) { return s.cfg.Executor.Execute(ctx, sk, sreq) })
 	if err != nil {
 		return s.fail(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -61,14 +62,14 @@ func FuzzLoad(f *testing.F) {
 			_, err := json.Marshal(testExecutor(t).Describe(s))
 			require.NoError(t, err)
 			for _, a := range []string{args, `{}`} {
-				hash, err := s.Check(skills.Request{Args: json.RawMessage(a)})
+				hash, err := runs.Check(s, runs.Request{Args: json.RawMessage(a)})
 				if err == nil {
 					require.Len(t, hash, 64)
 					continue
 				}
 				var se *skills.Error
 				require.True(t, errors.As(err, &se), "%T %v", err, err)
-				require.Contains(t, []string{skills.CodeInvalidInput, skills.CodeApprovalRequired}, se.Code)
+				require.Contains(t, []string{runs.CodeInvalidInput, runs.CodeApprovalRequired}, se.Code)
 				require.NotContains(t, se.Message, "\n", "a message is one line")
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/tiers"
 )
@@ -49,7 +50,7 @@ func TestSkillHTTP(t *testing.T) {
 	set, err := tiers.Parse([]byte("tiers:\n  - {name: online, extends: trusted, capabilities: [submit_result, http_request]}\n  - {name: offline, extends: trusted}\n"))
 	require.NoError(t, err)
 	ctx := context.Background()
-	ex, err := skills.NewExecutor(ctx, skills.ExecutorConfig{Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Tiers: set})
+	ex, err := runs.NewExecutor(ctx, runs.ExecutorConfig{Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Tiers: set})
 	require.NoError(t, err)
 	defer ex.Close(ctx)
 	reg, err := skills.LoadDir(ctx, dir, skills.LoadOptions{Checker: ex.Checker(), Tiers: set})
@@ -64,7 +65,7 @@ func TestSkillHTTP(t *testing.T) {
 
 	out := func(name string) map[string]any {
 		s, _ := reg.Get(name)
-		x, err := ex.Execute(ctx, s, skills.Request{Args: json.RawMessage(`{"url": "` + srv.URL + `"}`), ActorID: "t", ActorType: "test"})
+		x, err := ex.Execute(ctx, s, runs.Request{Args: json.RawMessage(`{"url": "` + srv.URL + `"}`), ActorID: "t", ActorType: "test"})
 		require.NoError(t, err)
 		require.Nil(t, x.Error, x.Result.Stderr)
 		var v map[string]any

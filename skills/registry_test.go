@@ -13,21 +13,22 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
 var (
 	execOnce sync.Once
-	executor *skills.Executor
+	executor *runs.Executor
 	execErr  error
 )
 
 // testExecutor is one Executor for the package's tests, on the interpreter
 // $WASMPY_INTERPRETER names (default: the best installed).
-func testExecutor(t testing.TB) *skills.Executor {
+func testExecutor(t testing.TB) *runs.Executor {
 	t.Helper()
 	execOnce.Do(func() {
-		executor, execErr = skills.NewExecutor(context.Background(), skills.ExecutorConfig{
+		executor, execErr = runs.NewExecutor(context.Background(), runs.ExecutorConfig{
 			Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}})
 	})
 	require.NoError(t, execErr)

@@ -162,7 +162,7 @@ func limitsInfo(l wasmpy.Limits) LimitsInfo {
 }
 
 // Describe is the skill's public description, with the tier and limits
-// its runs get (the run service's Executor.Describe says which).
+// its runs get (package runs' Executor.Describe says which).
 func (s *Skill) Describe(tier *tiers.Tier, limits wasmpy.Limits) Info {
 	tags, requires := s.Tags, s.Requires
 	if tags == nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/wasmpy/wasmpy/codegen"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/provenance"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
@@ -345,7 +345,7 @@ type genFailure struct {
 }
 
 func codegenFailure(err error, rep *codegen.Report) genFailure {
-	return genFailure{Kind: skills.CodegenFailure(err, rep), Message: strings.TrimPrefix(oneLineText(err.Error()), "codegen: ")}
+	return genFailure{Kind: runs.CodegenFailure(err, rep), Message: strings.TrimPrefix(oneLineText(err.Error()), "codegen: ")}
 }
 
 func printJSON(w io.Writer, v any) error {

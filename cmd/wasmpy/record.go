@@ -15,7 +15,7 @@ import (
 	"github.com/wasmpy/wasmpy/petrinet"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // recordFlag turns provenance on for one CLI run. The CLI records nothing
@@ -53,7 +53,7 @@ func startRecording(c *cli.Context, sb *wasmpy.Sandbox, kind, tier string, limit
 	if err != nil {
 		return nil, err
 	}
-	rec := skills.NewRecord(sb, kind, limits)
+	rec := runs.NewRecord(sb, kind, limits)
 	rec.ActorID, rec.ActorType, rec.Tier = os.Getenv("USER"), "cli", tier
 	rec.InputsHash = inputsHash
 	if code != "" {
@@ -72,7 +72,7 @@ func (r *recording) finish(c *cli.Context, res *wasmpy.Result, runErr error) err
 	if r == nil {
 		return nil
 	}
-	skills.CompleteRecord(c.Context, r.rec, res, runErr)
+	runs.CompleteRecord(c.Context, r.rec, res, runErr)
 	return r.save(c)
 }
 
@@ -86,7 +86,7 @@ func (r *recording) finishCodegen(c *cli.Context, rep *codegen.Report, fr *codeg
 	if fr != nil {
 		rep = &fr.Report
 	}
-	skills.CompleteCodegenRecord(c.Context, r.rec, rep, err)
+	runs.CompleteCodegenRecord(c.Context, r.rec, rep, err)
 	return r.save(c)
 }
 
@@ -100,13 +100,13 @@ func (r *recording) finishNet(c *cli.Context, res *wasmpy.Result, err error) err
 	r.rec.Codegen = &provenance.Codegen{Validated: !errors.As(err, &ne)}
 	switch {
 	case res != nil:
-		skills.CompleteRecord(c.Context, r.rec, res, nil)
+		runs.CompleteRecord(c.Context, r.rec, res, nil)
 	case err == nil:
 		r.end(provenance.OutcomeOK, "")
 	case ne != nil:
 		r.end(codegen.OutcomeInvalid, fmt.Sprintf("%d problems", len(ne.Problems)))
 	default:
-		skills.CompleteRecord(c.Context, r.rec, nil, err)
+		runs.CompleteRecord(c.Context, r.rec, nil, err)
 	}
 	return r.save(c)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/wasmpy/wasmpy/internal/hostfile"
 	"github.com/wasmpy/wasmpy/internal/units"
 	"github.com/wasmpy/wasmpy/mcpserver"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
@@ -190,21 +191,21 @@ func admissionFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "max-concurrent", Usage: "runs at once (0: the number of CPUs)"},
 		&cli.IntFlag{Name: "max-queue", Usage: "requests waiting for a run slot before they are refused as busy (0: 4 × max-concurrent, -1: none)"},
-		&cli.DurationFlag{Name: "request-timeout", Value: skills.DefaultRequestTimeout, Usage: "bound on a run request, queueing included"},
+		&cli.DurationFlag{Name: "request-timeout", Value: runs.DefaultRequestTimeout, Usage: "bound on a run request, queueing included"},
 	}
 }
 
-func admission(c *cli.Context) (*skills.Admission, error) {
+func admission(c *cli.Context) (*runs.Admission, error) {
 	if c.Duration("request-timeout") <= 0 {
 		return nil, usageErr("--request-timeout must be positive")
 	}
-	if n := c.Int("max-concurrent"); n < 0 || n > skills.MaxConcurrentRuns {
-		return nil, usageErr("--max-concurrent %d: want 0 (the number of CPUs) to %d", n, skills.MaxConcurrentRuns)
+	if n := c.Int("max-concurrent"); n < 0 || n > runs.MaxConcurrentRuns {
+		return nil, usageErr("--max-concurrent %d: want 0 (the number of CPUs) to %d", n, runs.MaxConcurrentRuns)
 	}
 	if n := c.Int("max-queue"); n < -1 {
 		return nil, usageErr("--max-queue %d: want -1 (no queue), 0 (4 × --max-concurrent) or more", n)
 	}
-	return skills.NewAdmission(skills.AdmissionConfig{
+	return runs.NewAdmission(runs.AdmissionConfig{
 		MaxConcurrent: c.Int("max-concurrent"), MaxQueue: c.Int("max-queue"), RequestTimeout: c.Duration("request-timeout")})
 }
 
@@ -283,7 +284,7 @@ func readTokens(path string) ([]string, error) {
 
 // budgetFlags bound what sessions and MCP hold, in all and per token.
 func budgetFlags() []cli.Flag {
-	sb, mb := skills.DefaultSessionBudgets(), mcpserver.DefaultBudgets()
+	sb, mb := runs.DefaultSessionBudgets(), mcpserver.DefaultBudgets()
 	size := func(n int64) string { return units.FormatSize(uint64(n)) }
 	return []cli.Flag{
 		&cli.StringFlag{Name: "session-memory", Value: size(sb.Memory), Usage: "budget: the state of every open session together"},
@@ -299,7 +300,7 @@ func budgetFlags() []cli.Flag {
 }
 
 // budgets reads the budget flags: a size (or a count) each, or "none".
-func budgets(c *cli.Context) (skills.SessionBudgets, mcpserver.Budgets, error) {
+func budgets(c *cli.Context) (runs.SessionBudgets, mcpserver.Budgets, error) {
 	var err error
 	get := func(name string, isSize bool) int64 {
 		v := strings.TrimSpace(c.String(name))
@@ -327,7 +328,7 @@ func budgets(c *cli.Context) (skills.SessionBudgets, mcpserver.Budgets, error) {
 		}
 		return int64(n)
 	}
-	sb := skills.SessionBudgets{Memory: get("session-memory", true), MemoryPerCaller: get("session-memory-per-token", true),
+	sb := runs.SessionBudgets{Memory: get("session-memory", true), MemoryPerCaller: get("session-memory-per-token", true),
 		Store: get("session-store", true), StorePerCaller: get("session-store-per-token", true),
 		SessionsPerCaller: int(get("sessions-per-token", false))}
 	mb := mcpserver.Budgets{Sessions: int(get("mcp-sessions", false)), SessionsPerCaller: int(get("mcp-sessions-per-token", false)),

@@ -15,6 +15,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -84,7 +85,7 @@ func skillCommand() *cli.Command {
 // newExecutor opens the sandbox skills run in, recording into st (may be
 // nil), with the tiers of --tiers; lim are ceilings on the tiers' limits.
 // --tier is the default tier of raw code (serve's /exec and sessions).
-func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...skills.SessionBudgets) (*skills.Executor, error) {
+func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...runs.SessionBudgets) (*runs.Executor, error) {
 	cfg, err := sandboxConfig(c)
 	if err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...
 	if err != nil {
 		return nil, err
 	}
-	ecfg := skills.ExecutorConfig{Sandbox: cfg, Tiers: set, DefaultTier: c.String("tier")}
+	ecfg := runs.ExecutorConfig{Sandbox: cfg, Tiers: set, DefaultTier: c.String("tier")}
 	for _, b := range budgets {
 		ecfg.Budgets = b
 	}
@@ -110,7 +111,7 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...
 	if c.Command.Name == "serve" {
 		ecfg.CodeCache, _ = codeCacheDir(c) // POST /def's, the CLI's code cache (none if there is no cache dir)
 	}
-	ex, err := skills.NewExecutor(c.Context, ecfg)
+	ex, err := runs.NewExecutor(c.Context, ecfg)
 	if err != nil {
 		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}
 	}
@@ -118,7 +119,7 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...
 }
 
 // loadSkills loads --skills (or the built-in examples).
-func loadSkills(c *cli.Context, ex *skills.Executor, dirs []string) (*skills.Registry, error) {
+func loadSkills(c *cli.Context, ex *runs.Executor, dirs []string) (*skills.Registry, error) {
 	reg, err := startSkills(c.Context, c, ex, dirs, nil)
 	if err != nil {
 		return nil, err
@@ -132,7 +133,7 @@ func loadSkills(c *cli.Context, ex *skills.Executor, dirs []string) (*skills.Reg
 // startSkills starts loading the --skills directories (or the built-in
 // examples: embed_text too where an LLM endpoint is configured), and the
 // skills registered in registered if it is set.
-func startSkills(ctx context.Context, c *cli.Context, ex *skills.Executor, dirs []string, registered provenance.Skills) (*skills.Registry, error) {
+func startSkills(ctx context.Context, c *cli.Context, ex *runs.Executor, dirs []string, registered provenance.Skills) (*skills.Registry, error) {
 	// --skill-check-timeout and --skill-sync are serve's; elsewhere they read
 	// as 0, the default.
 	opts := skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: ex.AllowsExternalCalls(),
@@ -249,7 +250,7 @@ func skillShow(c *cli.Context) error {
 }
 
 // findSkill loads the --skills registry and returns the skill called name.
-func findSkill(c *cli.Context, ex *skills.Executor, name string) (*skills.Skill, error) {
+func findSkill(c *cli.Context, ex *runs.Executor, name string) (*skills.Skill, error) {
 	reg, err := loadSkills(c, ex, c.StringSlice("skills"))
 	if err != nil {
 		return nil, err
@@ -348,11 +349,11 @@ func skillRun(c *cli.Context) error {
 			actor = u.Username
 		}
 	}
-	x, err := ex.Execute(c.Context, s, skills.Request{Args: args, ActorID: actor, ActorType: c.String("actor-type"), Approved: c.Bool("approve"),
+	x, err := ex.Execute(c.Context, s, runs.Request{Args: args, ActorID: actor, ActorType: c.String("actor-type"), Approved: c.Bool("approve"),
 		Tier: c.String("tier")})
 	var se *skills.Error
 	switch {
-	case errors.As(err, &se) && se.Code == skills.CodeApprovalRequired:
+	case errors.As(err, &se) && se.Code == runs.CodeApprovalRequired:
 		return usageErr("%s: %s: pass --approve", name, se.Message)
 	case errors.As(err, &se):
 		return usageErr("%s: %s", name, se.Message)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/wasmpy/wasmpy/provenance"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // CodeForbidden is the code of a request whose token lacks the role it
@@ -89,7 +89,7 @@ func (s *Service) authorized(next http.Handler) http.Handler {
 		ri.owner, ri.token = "token:"+hex.EncodeToString(sum[:8]), tok
 		// Other front ends behind this one (MCP at /mcp) learn the caller
 		// from the context.
-		next.ServeHTTP(w, r.WithContext(skills.WithCaller(r.Context(), caller(r))))
+		next.ServeHTTP(w, r.WithContext(runs.WithCaller(r.Context(), caller(r))))
 	})
 }
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
 
@@ -46,7 +46,7 @@ func benchServe(b *testing.B, skill string, skillArgs map[string]any) {
 	if n, err := strconv.Atoi(os.Getenv("WASMPY_BENCH_CONCURRENT")); err == nil && n > 0 {
 		concurrent = n
 	}
-	adm, err := skills.NewAdmission(skills.AdmissionConfig{MaxConcurrent: concurrent, MaxQueue: clients})
+	adm, err := runs.NewAdmission(runs.AdmissionConfig{MaxConcurrent: concurrent, MaxQueue: clients})
 	if err != nil {
 		b.Fatal(err)
 	}

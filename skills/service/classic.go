@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -87,9 +88,9 @@ type classicBody struct {
 // "result", and the provenance record (which carries the classic field
 // names). A failed run's answer has "error" too.
 type classicAnswer struct {
-	Error      *skills.Error      `json:"error,omitempty"`
-	Result     json.RawMessage    `json:"result"`
-	Provenance *skills.RecordJSON `json:"provenance"`
+	Error      *skills.Error    `json:"error,omitempty"`
+	Result     json.RawMessage  `json:"result"`
+	Provenance *runs.RecordJSON `json:"provenance"`
 }
 
 func (s *Service) classicExecute(w http.ResponseWriter, r *http.Request) error {
@@ -104,9 +105,9 @@ func (s *Service) classicExecute(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req := skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved, Tier: body.Tier}
-	return s.executeSkill(w, r, sk, req, func(x *skills.Execution) any {
-		a := classicAnswer{Error: x.Error, Result: json.RawMessage("null"), Provenance: skills.ClassicRecord(x.Record)}
+	req := runs.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved, Tier: body.Tier}
+	return s.executeSkill(w, r, sk, req, func(x *runs.Execution) any {
+		a := classicAnswer{Error: x.Error, Result: json.RawMessage("null"), Provenance: runs.ClassicRecord(x.Record)}
 		if x.Result != nil && len(x.Result.Output) > 0 {
 			a.Result = x.Result.Output
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/codegen"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // CodeNoLLM answers POST /def on a service with no LLM endpoint.
@@ -17,18 +17,18 @@ const CodeNoLLM = "no_llm"
 
 // defBody is POST /def's body: what `wasmpy def` takes, as JSON.
 type defBody struct {
-	Signature  string                 `json:"signature"`             // the def line and its docstring
-	Args       []any                  `json:"args"`                  // positional arguments
-	Kwargs     map[string]any         `json:"kwargs"`                // keyword arguments
-	Tests      bool                   `json:"tests,omitempty"`       // ask the model for unittest tests too
-	MinQuality string                 `json:"min_quality,omitempty"` // complexity=N,lines=N,tests=N,hints,docstring
-	Style      string                 `json:"style,omitempty"`       // typed (default) or simple
-	Attempts   int                    `json:"attempts,omitempty"`    // LLM replies to try (default 3)
-	Model      string                 `json:"model,omitempty"`       // default: the service's --llm-model
-	Limits     skills.RequestedLimits `json:"limits"`
-	ActorID    string                 `json:"actor_id"`
-	ActorType  string                 `json:"actor_type"`
-	Tier       string                 `json:"tier,omitempty"` // the generated code's tier; default: the strictest
+	Signature  string               `json:"signature"`             // the def line and its docstring
+	Args       []any                `json:"args"`                  // positional arguments
+	Kwargs     map[string]any       `json:"kwargs"`                // keyword arguments
+	Tests      bool                 `json:"tests,omitempty"`       // ask the model for unittest tests too
+	MinQuality string               `json:"min_quality,omitempty"` // complexity=N,lines=N,tests=N,hints,docstring
+	Style      string               `json:"style,omitempty"`       // typed (default) or simple
+	Attempts   int                  `json:"attempts,omitempty"`    // LLM replies to try (default 3)
+	Model      string               `json:"model,omitempty"`       // default: the service's --llm-model
+	Limits     runs.RequestedLimits `json:"limits"`
+	ActorID    string               `json:"actor_id"`
+	ActorType  string               `json:"actor_type"`
+	Tier       string               `json:"tier,omitempty"` // the generated code's tier; default: the strictest
 }
 
 // defAnswer is POST /def's answer: the fields `wasmpy def --json` prints
@@ -48,7 +48,7 @@ type defAnswer struct {
 	Cached     bool                 `json:"cached"`
 	Attempts   []codegen.Attempt    `json:"attempts"`
 	Run        *wasmpy.Result       `json:"run"` // the last attempt's run; null when none ran
-	Provenance *skills.RecordJSON   `json:"provenance"`
+	Provenance *runs.RecordJSON     `json:"provenance"`
 }
 
 // def is POST /def: a function generated from its signature by the
@@ -83,22 +83,22 @@ func (s *Service) def(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	req := skills.DefRequest{Signature: body.Signature, Args: body.Args, Kwargs: body.Kwargs, Tests: body.Tests, MinQuality: bar,
+	req := runs.DefRequest{Signature: body.Signature, Args: body.Args, Kwargs: body.Kwargs, Tests: body.Tests, MinQuality: bar,
 		Style: body.Style, Attempts: body.Attempts, Model: body.Model, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType,
 		Tier: tier.Name, Caller: caller(r)}
-	var d *skills.DefExecution
-	x, err := s.adm.Run(r.Context(), 0, func(ctx context.Context) (*skills.Execution, error) {
+	var d *runs.DefExecution
+	x, err := s.adm.Run(r.Context(), 0, func(ctx context.Context) (*runs.Execution, error) {
 		var err error
 		if d, err = s.cfg.Executor.Def(ctx, req); err != nil {
 			return nil, err
 		}
-		x := &skills.Execution{Record: d.Record}
+		x := &runs.Execution{Record: d.Record}
 		if d.Report != nil {
 			x.Result = d.Report.Result
 		}
 		return x, nil
 	})
-	if errors.Is(err, skills.ErrNoLLM) {
+	if errors.Is(err, runs.ErrNoLLM) {
 		return fail(CodeNoLLM, "POST /def needs an LLM endpoint: start the service with --llm-base-url (and --llm-model)")
 	}
 	if err != nil {
@@ -107,7 +107,7 @@ func (s *Service) def(w http.ResponseWriter, r *http.Request) error {
 	ri := info(r)
 	ri.executionID, ri.outcome = x.Record.ExecutionID, x.Record.Outcome
 	w.Header().Set("X-Execution-Id", x.Record.ExecutionID)
-	ans := defAnswer{OK: d.Err == nil, Tier: tier.Name, Attempts: []codegen.Attempt{}, Provenance: skills.ClassicRecord(d.Record)}
+	ans := defAnswer{OK: d.Err == nil, Tier: tier.Name, Attempts: []codegen.Attempt{}, Provenance: runs.ClassicRecord(d.Record)}
 	if fr := d.Report; fr != nil {
 		ans.Run, ans.Code, ans.Cached, ans.Attempts = fr.Result, fr.Code, fr.Cached, fr.Attempts
 		ans.Function, ans.TestCode, ans.Tests, ans.Quality = fr.Name, fr.TestCode, fr.Tests, fr.Quality
@@ -121,7 +121,7 @@ func (s *Service) def(w http.ResponseWriter, r *http.Request) error {
 		if d.Report != nil {
 			rep = &d.Report.Report
 		}
-		ans.Error = map[string]string{"kind": skills.CodegenFailure(d.Err, rep),
+		ans.Error = map[string]string{"kind": runs.CodegenFailure(d.Err, rep),
 			"message": strings.Join(strings.Fields(strings.TrimPrefix(d.Err.Error(), "codegen: ")), " ")}
 	case ans.Run != nil:
 		ans.Error = ans.Run.Error

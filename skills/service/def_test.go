@@ -10,7 +10,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestDef(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Reply{Content: "```python\ndef mul(a: int, b: int) -> int:\n    return a * b\n```"})
 	_, reg, st := fixtures(t)
-	ex, err := skills.NewExecutor(context.Background(), skills.ExecutorConfig{Store: st, Sandbox: wasmpy.Config{
+	ex, err := runs.NewExecutor(context.Background(), runs.ExecutorConfig{Store: st, Sandbox: wasmpy.Config{
 		Interpreter: os.Getenv("WASMPY_INTERPRETER"), LLM: hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "m"}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { ex.Close(context.Background()) })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -13,7 +14,7 @@ import (
 // approval_required, invalid_output, run_failed, timeout; bad_request, busy
 // and canceled are both's).
 const (
-	CodeBadRequest           = skills.CodeBadRequest
+	CodeBadRequest           = runs.CodeBadRequest
 	CodeUnauthorized         = "unauthorized"
 	CodeCrossOrigin          = "cross_origin"
 	CodeUnsupportedMediaType = "unsupported_media_type"
@@ -23,47 +24,47 @@ const (
 	CodeExecDisabled         = "exec_disabled"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeBodyTooLarge         = "body_too_large"
-	CodeBusy                 = skills.CodeBusy
+	CodeBusy                 = runs.CodeBusy
 	CodeInternal             = "internal"
-	CodeCanceled             = skills.CodeCanceled
+	CodeCanceled             = runs.CodeCanceled
 	CodeLoading              = "loading"
 	CodeNotReady             = "not_ready" // GET /health/ready: draining, the store unreachable, or skills loading
 )
 
 // statusOf maps every code to its HTTP status.
 var statusOf = map[string]int{
-	CodeBadRequest:              http.StatusBadRequest,
-	CodeUnauthorized:            http.StatusUnauthorized,
-	skills.CodeApprovalRequired: http.StatusForbidden,
-	CodeCrossOrigin:             http.StatusForbidden,
-	CodeForbidden:               http.StatusForbidden,
-	CodeTierForbidden:           http.StatusForbidden,
-	CodeNotFound:                http.StatusNotFound,
-	CodeUnknownSkill:            http.StatusNotFound,
-	skills.CodeInvalidSkill:     http.StatusUnprocessableEntity,
-	skills.CodeSkillExists:      http.StatusConflict,
-	skills.CodeSkillDisabled:    http.StatusConflict,
-	skills.CodeNotRegistered:    http.StatusConflict,
-	skills.CodeNoRegistration:   http.StatusNotImplemented,
-	CodeUnknownExecution:        http.StatusNotFound,
-	CodeUnknownSession:          http.StatusNotFound,
-	CodeSessionConflict:         http.StatusConflict,
-	CodeTooManySessions:         http.StatusTooManyRequests,
-	skills.CodeBudgetExceeded:   http.StatusTooManyRequests,
-	CodeExecDisabled:            http.StatusNotFound,
-	CodeNoLLM:                   http.StatusNotImplemented,
-	CodeMethodNotAllowed:        http.StatusMethodNotAllowed,
-	CodeBodyTooLarge:            http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMediaType:    http.StatusUnsupportedMediaType,
-	skills.CodeInvalidInput:     http.StatusUnprocessableEntity,
-	CodeBusy:                    http.StatusTooManyRequests,
-	CodeInternal:                http.StatusInternalServerError,
-	skills.CodeInvalidOutput:    http.StatusBadGateway,
-	skills.CodeRunFailed:        http.StatusBadGateway,
-	skills.CodeTimeout:          http.StatusGatewayTimeout,
-	CodeCanceled:                http.StatusServiceUnavailable,
-	CodeLoading:                 http.StatusServiceUnavailable,
-	CodeNotReady:                http.StatusServiceUnavailable,
+	CodeBadRequest:            http.StatusBadRequest,
+	CodeUnauthorized:          http.StatusUnauthorized,
+	runs.CodeApprovalRequired: http.StatusForbidden,
+	CodeCrossOrigin:           http.StatusForbidden,
+	CodeForbidden:             http.StatusForbidden,
+	CodeTierForbidden:         http.StatusForbidden,
+	CodeNotFound:              http.StatusNotFound,
+	CodeUnknownSkill:          http.StatusNotFound,
+	skills.CodeInvalidSkill:   http.StatusUnprocessableEntity,
+	skills.CodeSkillExists:    http.StatusConflict,
+	skills.CodeSkillDisabled:  http.StatusConflict,
+	skills.CodeNotRegistered:  http.StatusConflict,
+	skills.CodeNoRegistration: http.StatusNotImplemented,
+	CodeUnknownExecution:      http.StatusNotFound,
+	CodeUnknownSession:        http.StatusNotFound,
+	CodeSessionConflict:       http.StatusConflict,
+	CodeTooManySessions:       http.StatusTooManyRequests,
+	runs.CodeBudgetExceeded:   http.StatusTooManyRequests,
+	CodeExecDisabled:          http.StatusNotFound,
+	CodeNoLLM:                 http.StatusNotImplemented,
+	CodeMethodNotAllowed:      http.StatusMethodNotAllowed,
+	CodeBodyTooLarge:          http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType:  http.StatusUnsupportedMediaType,
+	runs.CodeInvalidInput:     http.StatusUnprocessableEntity,
+	CodeBusy:                  http.StatusTooManyRequests,
+	CodeInternal:              http.StatusInternalServerError,
+	runs.CodeInvalidOutput:    http.StatusBadGateway,
+	runs.CodeRunFailed:        http.StatusBadGateway,
+	runs.CodeTimeout:          http.StatusGatewayTimeout,
+	CodeCanceled:              http.StatusServiceUnavailable,
+	CodeLoading:               http.StatusServiceUnavailable,
+	CodeNotReady:              http.StatusServiceUnavailable,
 }
 
 // errorBody is an error response without a run: {"error": {...}}.
@@ -75,7 +76,7 @@ type errorBody struct {
 // execution, or the route's shape of it) carries "error" beside the run
 // and its provenance.
 type failedRun struct {
-	x      *skills.Execution
+	x      *runs.Execution
 	answer any
 }
 
@@ -119,7 +120,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	case errors.As(err, &fr):
 		body, answer = errorBody{Error: fr.x.Error}, fr.answer
 	case errors.As(err, &se):
-		if se.Code == skills.CodeApprovalRequired {
+		if se.Code == runs.CodeApprovalRequired {
 			hinted := *se
 			hinted.Message += `: send "approved": true`
 			se = &hinted

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/tiers"
 )
@@ -164,7 +165,7 @@ func (s *Service) getExecution(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info(r).executionID = id
-	s.writeJSON(w, http.StatusOK, skills.ClassicRecord(rec))
+	s.writeJSON(w, http.StatusOK, runs.ClassicRecord(rec))
 	return nil
 }
 
@@ -177,23 +178,23 @@ func (s *Service) execute(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.executeSkill(w, r, sk, skills.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved,
+	return s.executeSkill(w, r, sk, runs.Request{Args: body.Args, ActorID: body.ActorID, ActorType: body.ActorType, Approved: body.Approved,
 		Tier: body.Tier}, nil)
 }
 
 // executeSkill checks req before taking a run slot, then runs it; answer,
 // when set, shapes the answer from the execution (else the execution itself).
-func (s *Service) executeSkill(w http.ResponseWriter, r *http.Request, sk *skills.Skill, req skills.Request, answer func(*skills.Execution) any) error {
+func (s *Service) executeSkill(w http.ResponseWriter, r *http.Request, sk *skills.Skill, req runs.Request, answer func(*runs.Execution) any) error {
 	req.Caller = caller(r)
 	tier, err := s.cfg.Executor.SkillTier(req.Caller, sk, req.Tier)
 	if err != nil {
 		return err
 	}
 	req.Tier = tier.Name
-	if _, err := sk.Check(req); err != nil {
+	if _, err := runs.Check(sk, req); err != nil {
 		return err
 	}
-	return s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Execute(ctx, sk, req) }, answer)
+	return s.run(w, r, func(ctx context.Context) (*runs.Execution, error) { return s.cfg.Executor.Execute(ctx, sk, req) }, answer)
 }
 
 func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
@@ -205,7 +206,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The stream, once started, takes the error as its last event.
-	if err := s.run(w, r, func(ctx context.Context) (*skills.Execution, error) { return s.cfg.Executor.Exec(ctx, req) }, nil); err != nil {
+	if err := s.run(w, r, func(ctx context.Context) (*runs.Execution, error) { return s.cfg.Executor.Exec(ctx, req) }, nil); err != nil {
 		s.writeError(w, r, err)
 	}
 	return nil
@@ -213,7 +214,7 @@ func (s *Service) exec(w http.ResponseWriter, r *http.Request) error {
 
 // run runs do through admission control and answers with the execution,
 // or with what answer makes of it.
-func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Context) (*skills.Execution, error), answer func(*skills.Execution) any) error {
+func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Context) (*runs.Execution, error), answer func(*runs.Execution) any) error {
 	var timeout time.Duration
 	if h := r.Header.Get(RequestTimeoutHeader); h != "" {
 		ms, err := strconv.ParseInt(h, 10, 64)
@@ -225,7 +226,7 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Co
 	x, err := s.adm.Run(r.Context(), timeout, do)
 	if err != nil {
 		var se *skills.Error
-		if errors.As(err, &se) && (se.Code == CodeCanceled || se.Code == skills.CodeTimeout) {
+		if errors.As(err, &se) && (se.Code == CodeCanceled || se.Code == runs.CodeTimeout) {
 			info(r).outcome = se.Code
 		}
 		return err
@@ -246,26 +247,26 @@ func (s *Service) run(w http.ResponseWriter, r *http.Request, do func(context.Co
 
 // execRequest reads the body of POST /exec and of a session turn into a
 // request of the caller's in the tier tierOf gives for the body's, within
-// the tier's limits and the service's ceilings (skills.Executor.ExecLimits);
+// the tier's limits and the service's ceilings (runs.Executor.ExecLimits);
 // when the client asks for a stream, the run's output goes to it and w
 // becomes the stream.
-func (s *Service) execRequest(w http.ResponseWriter, r *http.Request, tierOf func(asked string) (*tiers.Tier, error)) (skills.ExecRequest, http.ResponseWriter, error) {
+func (s *Service) execRequest(w http.ResponseWriter, r *http.Request, tierOf func(asked string) (*tiers.Tier, error)) (runs.ExecRequest, http.ResponseWriter, error) {
 	var body execBody
 	if err := s.decodeBody(w, r, &body); err != nil {
-		return skills.ExecRequest{}, w, err
+		return runs.ExecRequest{}, w, err
 	}
 	if body.Code == "" {
-		return skills.ExecRequest{}, w, fail(CodeBadRequest, `"code" is empty`)
+		return runs.ExecRequest{}, w, fail(CodeBadRequest, `"code" is empty`)
 	}
 	tier, err := tierOf(body.Tier)
 	if err != nil {
-		return skills.ExecRequest{}, w, err
+		return runs.ExecRequest{}, w, err
 	}
 	lim, err := s.cfg.Executor.ExecLimits(tier, body.Limits, s.cfg.ExecLimits)
 	if err != nil {
-		return skills.ExecRequest{}, w, err
+		return runs.ExecRequest{}, w, err
 	}
-	req := skills.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType,
+	req := runs.ExecRequest{Code: body.Code, Args: body.Args, Stdin: body.Stdin, Limits: lim, ActorID: body.ActorID, ActorType: body.ActorType,
 		Tier: tier.Name, Caller: caller(r)}
 	if wantsStream(r) {
 		events := newEventStream(w)

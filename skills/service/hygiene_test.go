@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
 
@@ -92,6 +92,6 @@ func TestExecLimitsWithoutCeilings(t *testing.T) {
 	ex, reg, _ := fixtures(t)
 	_, err := service.New(service.Config{Registry: reg, Executor: ex, ExecLimits: wasmpy.Limits{Fuel: 1 << 63}})
 	require.ErrorContains(t, err, "service: ExecLimits: wasmpy: fuel limit 9223372036854775808 exceeds 9223372036854775807")
-	_, err = skills.NewAdmission(skills.AdmissionConfig{MaxConcurrent: 1 << 62})
+	_, err = runs.NewAdmission(runs.AdmissionConfig{MaxConcurrent: 1 << 62})
 	require.ErrorContains(t, err, "MaxConcurrent")
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -43,16 +44,16 @@ var apiRoutes = []apiRoute{
 	{pattern: "GET /skills/list", summary: "The loaded skills (classic route)", answer: skillList{}},
 	{pattern: "GET /skills/{name}", summary: "One skill", answer: skills.Info{}},
 	{pattern: "GET /skills/{name}/schema", summary: "A skill's input and output JSON Schemas", answer: schemaPair{}},
-	{pattern: "POST /skills/{name}/execute", summary: "Run a skill", body: executeBody{}, answer: skills.ExecutionJSON{}, runs: true},
+	{pattern: "POST /skills/{name}/execute", summary: "Run a skill", body: executeBody{}, answer: runs.ExecutionJSON{}, runs: true},
 	{pattern: "POST /skills/execute", summary: "Run the skill named in the body (classic route): the output as result", body: classicBody{}, answer: classicAnswer{}, runs: true},
-	{pattern: "GET /executions/{id}", summary: "A provenance record", answer: skills.RecordJSON{}},
-	{pattern: "POST /exec", summary: "Run raw code (only with --enable-exec); Accept: text/event-stream streams its output", body: execBody{}, answer: skills.ExecutionJSON{}, runs: true},
+	{pattern: "GET /executions/{id}", summary: "A provenance record", answer: runs.RecordJSON{}},
+	{pattern: "POST /exec", summary: "Run raw code (only with --enable-exec); Accept: text/event-stream streams its output", body: execBody{}, answer: runs.ExecutionJSON{}, runs: true},
 	{pattern: "POST /def", summary: "A function the LLM writes from its signature, tested and called, as wasmpy def (only with --enable-exec and an LLM endpoint)", body: defBody{}, answer: defAnswer{}},
 	{pattern: "POST /sessions", summary: "Start a session (with --enable-exec): Python state that lasts across turns, in a trust tier",
-		body: sessionBody{}, bodyOpt: true, answer: skills.SessionInfo{}, status: http.StatusCreated},
-	{pattern: "GET /sessions/{id}", summary: "A session", answer: skills.SessionInfo{}},
-	{pattern: "POST /sessions/{id}/exec", summary: "Run one turn of a session, as POST /exec", body: execBody{}, answer: skills.ExecutionJSON{}, runs: true},
-	{pattern: "POST /sessions/{id}/fork", summary: "A new session from this one's state", answer: skills.SessionInfo{}, status: http.StatusCreated},
+		body: sessionBody{}, bodyOpt: true, answer: runs.SessionInfo{}, status: http.StatusCreated},
+	{pattern: "GET /sessions/{id}", summary: "A session", answer: runs.SessionInfo{}},
+	{pattern: "POST /sessions/{id}/exec", summary: "Run one turn of a session, as POST /exec", body: execBody{}, answer: runs.ExecutionJSON{}, runs: true},
+	{pattern: "POST /sessions/{id}/fork", summary: "A new session from this one's state", answer: runs.SessionInfo{}, status: http.StatusCreated},
 	{pattern: "DELETE /sessions/{id}", summary: "Close a session", status: http.StatusNoContent},
 	{pattern: "POST /skills/register", summary: "Register a skill version from its three files (admin token); 422 invalid_skill lists every problem, 409 skill_exists for a version registered already",
 		body: registerBody{}, files: true, answer: skills.Info{}, status: http.StatusCreated},
@@ -68,7 +69,7 @@ var apiRoutes = []apiRoute{
 // wireTypes are the types whose JSON is not their fields' (they have a
 // MarshalJSON), and the type whose fields it is.
 var wireTypes = map[reflect.Type]reflect.Type{
-	reflect.TypeFor[skills.Execution](): reflect.TypeFor[skills.ExecutionJSON](),
+	reflect.TypeFor[runs.Execution](): reflect.TypeFor[runs.ExecutionJSON](),
 }
 
 // openAPI builds the OpenAPI 3.1 document of the routes.

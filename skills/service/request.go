@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/wasmpy/wasmpy/internal/jsontext"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // maxBodyDepth bounds the nesting of a request body, far above what any
@@ -29,13 +29,13 @@ type executeBody struct {
 
 // execBody is POST /exec's body.
 type execBody struct {
-	Code      string                 `json:"code"`
-	Args      []string               `json:"args"`
-	Stdin     string                 `json:"stdin"`
-	Limits    skills.RequestedLimits `json:"limits"`
-	ActorID   string                 `json:"actor_id"`
-	ActorType string                 `json:"actor_type"`
-	Tier      string                 `json:"tier,omitempty"` // the trust tier; default: the service's (a session turn: the session's)
+	Code      string               `json:"code"`
+	Args      []string             `json:"args"`
+	Stdin     string               `json:"stdin"`
+	Limits    runs.RequestedLimits `json:"limits"`
+	ActorID   string               `json:"actor_id"`
+	ActorType string               `json:"actor_type"`
+	Tier      string               `json:"tier,omitempty"` // the trust tier; default: the service's (a session turn: the session's)
 }
 
 // sessionBody is POST /sessions's body, which may be absent.

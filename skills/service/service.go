@@ -52,6 +52,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
@@ -69,7 +70,7 @@ type Config struct {
 	Registry *skills.Registry
 	// Executor runs the skills, records their provenance, and looks it up
 	// for GET /executions/{id}.
-	Executor *skills.Executor
+	Executor *runs.Executor
 	// Store, when set, is the provenance store; GET /health/ready pings it.
 	Store interface {
 		Ping(ctx context.Context) error
@@ -97,7 +98,7 @@ type Config struct {
 	// them; share one with the other front ends (MCP) so they share its
 	// limits. A client can shorten the timeout (RequestTimeoutHeader). nil
 	// means one with the defaults.
-	Admission *skills.Admission
+	Admission *runs.Admission
 	// MCP, when set, is served at /mcp (the MCP streamable HTTP transport),
 	// behind the same tokens.
 	MCP http.Handler
@@ -116,7 +117,7 @@ type Service struct {
 	cfg      Config
 	static   []staticToken
 	auth     bool // tokens are required
-	adm      *skills.Admission
+	adm      *runs.Admission
 	log      *slog.Logger
 	handler  http.Handler
 	metrics  *metrics
@@ -141,7 +142,7 @@ func New(cfg Config) (*Service, error) {
 	adm := cfg.Admission
 	if adm == nil {
 		var err error
-		if adm, err = skills.NewAdmission(skills.AdmissionConfig{}); err != nil {
+		if adm, err = runs.NewAdmission(runs.AdmissionConfig{}); err != nil {
 			return nil, err
 		}
 	}

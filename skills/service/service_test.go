@@ -23,13 +23,14 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
 
 var (
 	once     sync.Once
-	executor *skills.Executor
+	executor *runs.Executor
 	registry *skills.Registry
 	st       stores.Store
 	setupErr error
@@ -37,7 +38,7 @@ var (
 
 // fixtures are one Executor and the registry of testdata/skills plus the
 // examples and a skill with a short timeout, shared by the package's tests.
-func fixtures(t testing.TB) (*skills.Executor, *skills.Registry, stores.Store) {
+func fixtures(t testing.TB) (*runs.Executor, *skills.Registry, stores.Store) {
 	t.Helper()
 	once.Do(func() {
 		ctx := context.Background()
@@ -48,7 +49,7 @@ func fixtures(t testing.TB) (*skills.Executor, *skills.Registry, stores.Store) {
 		if st, setupErr = stores.Open(ctx, filepath.Join(dir, "provenance.db")); setupErr != nil {
 			return
 		}
-		executor, setupErr = skills.NewExecutor(ctx, skills.ExecutorConfig{
+		executor, setupErr = runs.NewExecutor(ctx, runs.ExecutorConfig{
 			Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st})
 		if setupErr != nil {
 			return
@@ -120,8 +121,8 @@ func startServer(t testing.TB, mutate func(*service.Config)) *server {
 	return &server{Server: srv, store: st, logs: logs}
 }
 
-func admission(t testing.TB, concurrent, queue int, timeout time.Duration) *skills.Admission {
-	a, err := skills.NewAdmission(skills.AdmissionConfig{MaxConcurrent: concurrent, MaxQueue: queue, RequestTimeout: timeout})
+func admission(t testing.TB, concurrent, queue int, timeout time.Duration) *runs.Admission {
+	a, err := runs.NewAdmission(runs.AdmissionConfig{MaxConcurrent: concurrent, MaxQueue: queue, RequestTimeout: timeout})
 	require.NoError(t, err)
 	return a
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
@@ -22,9 +22,9 @@ import (
 
 // The codes of session errors.
 const (
-	CodeUnknownSession  = "unknown_session"          // 404
-	CodeSessionConflict = "session_conflict"         // 409: another replica's turn came first; retry
-	CodeTooManySessions = skills.CodeTooManySessions // 429
+	CodeUnknownSession  = "unknown_session"        // 404
+	CodeSessionConflict = "session_conflict"       // 409: another replica's turn came first; retry
+	CodeTooManySessions = runs.CodeTooManySessions // 429
 )
 
 func (s *Service) sessionsEnabled() error {
@@ -37,9 +37,9 @@ func (s *Service) sessionsEnabled() error {
 // sessionErr gives the executor's session errors their codes.
 func sessionErr(r *http.Request, err error) error {
 	switch {
-	case errors.Is(err, skills.ErrNoSession):
+	case errors.Is(err, runs.ErrNoSession):
 		return fail(CodeUnknownSession, "no session %q", r.PathValue("id"))
-	case errors.Is(err, skills.ErrSessionConflict):
+	case errors.Is(err, runs.ErrSessionConflict):
 		return fail(CodeSessionConflict, "%s", err.Error())
 	}
 	return err
@@ -116,7 +116,7 @@ func (s *Service) sessionExec(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	err = s.run(w, r, func(ctx context.Context) (*skills.Execution, error) {
+	err = s.run(w, r, func(ctx context.Context) (*runs.Execution, error) {
 		x, err := s.cfg.Executor.SessionExec(ctx, id, req)
 		return x, sessionErr(r, err)
 	}, nil)

@@ -15,7 +15,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
 
@@ -27,7 +27,7 @@ func sessionServer(t *testing.T, db string, lim wasmpy.SessionLimits) (*server, 
 	ctx := context.Background()
 	st, err := stores.Open(ctx, db)
 	require.NoError(t, err)
-	ex, err := skills.NewExecutor(ctx, skills.ExecutorConfig{
+	ex, err := runs.NewExecutor(ctx, runs.ExecutorConfig{
 		Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Sessions: lim}, Store: st, Sessions: st})
 	require.NoError(t, err)
 	svc, err := service.New(service.Config{Registry: reg, Executor: ex, EnableExec: true, Tokens: []string{"alice", "bob"},

@@ -14,6 +14,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/skills/service"
 )
@@ -25,7 +26,7 @@ import (
 // reader (file_system) and big (tier testing, 200 MiB of memory).
 func tierServer(t *testing.T) *server { return tierServerWith(t, nil) }
 
-func tierServerWith(t *testing.T, mutate func(*skills.ExecutorConfig)) *server {
+func tierServerWith(t *testing.T, mutate func(*runs.ExecutorConfig)) *server {
 	t.Helper()
 	ctx := context.Background()
 	st, err := stores.Open(ctx, filepath.Join(t.TempDir(), "p.db"))
@@ -34,11 +35,11 @@ func tierServerWith(t *testing.T, mutate func(*skills.ExecutorConfig)) *server {
 	require.NoError(t, st.CreateToken(ctx, &provenance.Token{Name: "ci", Hash: provenance.HashBytes([]byte("limited")), Role: provenance.RoleRunner, MaxTier: "sandbox"}))
 	require.NoError(t, st.CreateToken(ctx, &provenance.Token{Name: "bob", Hash: provenance.HashBytes([]byte("bob")), Role: provenance.RoleRunner, MaxTier: "sandbox"}))
 	require.NoError(t, st.CreateToken(ctx, &provenance.Token{Name: "root", Hash: provenance.HashBytes([]byte("root")), Role: provenance.RoleAdmin, MaxTier: "trusted"}))
-	ecfg := skills.ExecutorConfig{Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st}
+	ecfg := runs.ExecutorConfig{Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st}
 	if mutate != nil {
 		mutate(&ecfg)
 	}
-	ex, err := skills.NewExecutor(ctx, ecfg)
+	ex, err := runs.NewExecutor(ctx, ecfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { ex.Close(ctx) })
 	schema := `{"input": {"type": "object", "properties": {"message": {"type": "string"}}, "additionalProperties": false}, "output": {}}`
@@ -234,8 +235,8 @@ func TestExecutionsBelongToTheirCaller(t *testing.T) {
 // per caller and in all refuse a new session or a turn with 429
 // budget_exceeded until sessions close.
 func TestSessionBudgets(t *testing.T) {
-	s := tierServerWith(t, func(c *skills.ExecutorConfig) {
-		c.Budgets = skills.SessionBudgets{SessionsPerCaller: 2, MemoryPerCaller: 8 << 20, Memory: 18 << 20, StorePerCaller: 2 << 20}
+	s := tierServerWith(t, func(c *runs.ExecutorConfig) {
+		c.Budgets = runs.SessionBudgets{SessionsPerCaller: 2, MemoryPerCaller: 8 << 20, Memory: 18 << 20, StorePerCaller: 2 << 20}
 	})
 	alice, bob, admin := []string{"Authorization", "Bearer limited"}, []string{"Authorization", "Bearer bob"}, []string{"Authorization", "Bearer admin"}
 	open := func(who []string) string {

@@ -1,4 +1,4 @@
-package skills
+package runs
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/skills"
 )
 
 // ExecutionJSON is an Execution as JSON, the one shape of a skill run's
@@ -15,7 +16,7 @@ import (
 // used... without a second copy of the output), the provenance, and the
 // error when it failed. Clients may decode an answer into it.
 type ExecutionJSON struct {
-	Error      *Error          `json:"error,omitempty"`
+	Error      *skills.Error   `json:"error,omitempty"`
 	Output     json.RawMessage `json:"output"`
 	Run        *wasmpy.Result  `json:"run"`
 	Provenance *RecordJSON     `json:"provenance"`

@@ -1,4 +1,4 @@
-package skills
+package runs
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
@@ -20,7 +21,7 @@ type RequestedLimits struct {
 
 // limits are r as wasmpy.Limits, checked against ceil (or wasmpy's own
 // bounds where ceil sets none): a request may ask for less, never more.
-// The error, an *Error (bad_request), names the field, its range and
+// The error, a *skills.Error (bad_request), names the field, its range and
 // source(field), where the bound comes from ("" for none said).
 func (r RequestedLimits) limits(ceil wasmpy.Limits, source func(field string) string) (wasmpy.Limits, error) {
 	maxMS := int64(math.MaxInt64 / int64(time.Millisecond))
@@ -35,7 +36,7 @@ func (r RequestedLimits) limits(ceil wasmpy.Limits, source func(field string) st
 		maxFuel = ceil.Fuel
 	}
 	bad := func(format string, a ...any) (wasmpy.Limits, error) {
-		return wasmpy.Limits{}, &Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, a...)}
+		return wasmpy.Limits{}, &skills.Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, a...)}
 	}
 	switch {
 	case r.TimeoutMS < 0 || r.TimeoutMS > maxMS:

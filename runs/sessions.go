@@ -1,4 +1,4 @@
-package skills
+package runs
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/skills"
 )
 
 // SessionStore keeps an Executor's sessions: provenance.Store's session
@@ -230,7 +231,7 @@ func (e *Executor) forget(id string) {
 // sessionError makes the sandbox's refusals Errors with codes.
 func sessionError(err error) error {
 	if errors.Is(err, wasmpy.ErrTooManySessions) {
-		return &Error{Code: CodeTooManySessions, Message: err.Error()}
+		return &skills.Error{Code: CodeTooManySessions, Message: err.Error()}
 	}
 	return err
 }
@@ -280,7 +281,7 @@ func (e *Executor) admitSession(ctx context.Context, c Caller) error {
 		return fmt.Errorf("skills: listing sessions: %w", err)
 	}
 	if len(all) >= lim.Max {
-		return &Error{Code: CodeTooManySessions, Message: fmt.Sprintf("the service holds %d sessions, its limit: close one (DELETE /sessions/{id})", lim.Max)}
+		return &skills.Error{Code: CodeTooManySessions, Message: fmt.Sprintf("the service holds %d sessions, its limit: close one (DELETE /sessions/{id})", lim.Max)}
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package skills
+package runs
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/skills"
 )
 
 // Codes of the errors Admission returns, beside the Executor's.
@@ -43,7 +44,7 @@ type AdmissionConfig struct {
 // Admission is the one execution gate of a server: a bounded number of run
 // slots, a bounded queue in front of them, a timeout on every request, and
 // the counters /metrics reports. HTTP and MCP share one, so they share its
-// limits, and its errors are *Error with stable codes (busy, timeout,
+// limits, and its errors are *skills.Error with stable codes (busy, timeout,
 // canceled). It is safe for concurrent use.
 type Admission struct {
 	cfg      AdmissionConfig
@@ -83,7 +84,7 @@ func (a *Admission) Config() AdmissionConfig { return a.cfg }
 // Run takes a run slot (waiting in the queue if need be), calls run with a
 // context bounded by the request timeout (or by timeout, when positive and
 // shorter), releases the slot and counts the execution. Its errors are
-// *Error (busy, timeout, canceled) when the request never got to run or the
+// *skills.Error (busy, timeout, canceled) when the request never got to run or the
 // caller went away, else run's own.
 func (a *Admission) Run(ctx context.Context, timeout time.Duration, run func(context.Context) (*Execution, error)) (*Execution, error) {
 	if timeout <= 0 || timeout > a.cfg.RequestTimeout {
@@ -102,9 +103,9 @@ func (a *Admission) Run(ctx context.Context, timeout time.Duration, run func(con
 		a.count(x.Record)
 		return x, nil
 	case ctx.Err() != nil:
-		return nil, &Error{Code: CodeCanceled, Message: "the client went away"}
+		return nil, &skills.Error{Code: CodeCanceled, Message: "the client went away"}
 	case errors.Is(rctx.Err(), context.DeadlineExceeded):
-		return nil, &Error{Code: CodeTimeout, Message: "the request timed out before the run could start"}
+		return nil, &skills.Error{Code: CodeTimeout, Message: "the request timed out before the run could start"}
 	}
 	return nil, err
 }
@@ -120,7 +121,7 @@ func (a *Admission) acquire(ctx context.Context) (release func(), err error) {
 	case a.queue <- struct{}{}:
 	default:
 		a.rejected.Add(1)
-		return nil, &Error{Code: CodeBusy, Message: fmt.Sprintf("busy: %d runs in progress and %d waiting; retry later", cap(a.slots), cap(a.queue))}
+		return nil, &skills.Error{Code: CodeBusy, Message: fmt.Sprintf("busy: %d runs in progress and %d waiting; retry later", cap(a.slots), cap(a.queue))}
 	}
 	defer func() { <-a.queue }()
 	select {
@@ -128,9 +129,9 @@ func (a *Admission) acquire(ctx context.Context) (release func(), err error) {
 		return func() { <-a.slots }, nil
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, &Error{Code: CodeTimeout, Message: "timed out waiting for a free run slot"}
+			return nil, &skills.Error{Code: CodeTimeout, Message: "timed out waiting for a free run slot"}
 		}
-		return nil, &Error{Code: CodeCanceled, Message: "canceled"}
+		return nil, &skills.Error{Code: CodeCanceled, Message: "canceled"}
 	}
 }
 

@@ -1,4 +1,4 @@
-package skills_test
+package runs_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/tiers"
 )
@@ -24,17 +25,17 @@ func codeOf(t *testing.T, err error) string {
 // busy, a shortened timeout, a caller that goes away, and the counters.
 func TestAdmission(t *testing.T) {
 	ex, _ := recordingExecutor(t)
-	adm, err := skills.NewAdmission(skills.AdmissionConfig{MaxConcurrent: 1, MaxQueue: 1, RequestTimeout: time.Minute})
+	adm, err := runs.NewAdmission(runs.AdmissionConfig{MaxConcurrent: 1, MaxQueue: 1, RequestTimeout: time.Minute})
 	require.NoError(t, err)
 	ctx := context.Background()
 
 	hold, release := make(chan struct{}), make(chan struct{})
 	first := make(chan error, 1)
 	go func() {
-		_, err := adm.Run(ctx, 0, func(ctx context.Context) (*skills.Execution, error) {
+		_, err := adm.Run(ctx, 0, func(ctx context.Context) (*runs.Execution, error) {
 			close(hold)
 			<-release
-			return ex.Exec(ctx, skills.ExecRequest{Code: "print(1)"})
+			return ex.Exec(ctx, runs.ExecRequest{Code: "print(1)"})
 		})
 		first <- err
 	}()
@@ -42,22 +43,22 @@ func TestAdmission(t *testing.T) {
 	queuedCtx, cancelQueued := context.WithCancel(ctx)
 	queued := make(chan error, 1)
 	go func() {
-		_, err := adm.Run(queuedCtx, 0, func(context.Context) (*skills.Execution, error) { panic("a canceled request ran") })
+		_, err := adm.Run(queuedCtx, 0, func(context.Context) (*runs.Execution, error) { panic("a canceled request ran") })
 		queued <- err
 	}()
 	require.Eventually(t, func() bool { return adm.Stats().Queued == 1 }, 20*time.Second, 5*time.Millisecond)
 
 	_, err = adm.Run(ctx, 0, nil)
-	require.Equal(t, skills.CodeBusy, codeOf(t, err))
+	require.Equal(t, runs.CodeBusy, codeOf(t, err))
 	cancelQueued()
-	require.Equal(t, skills.CodeCanceled, codeOf(t, <-queued))
+	require.Equal(t, runs.CodeCanceled, codeOf(t, <-queued))
 	_, err = adm.Run(ctx, time.Millisecond, nil) // waits in the queue past its own deadline
-	require.Equal(t, skills.CodeTimeout, codeOf(t, err))
+	require.Equal(t, runs.CodeTimeout, codeOf(t, err))
 
 	close(release)
 	require.NoError(t, <-first)
-	x, err := adm.Run(ctx, 0, func(ctx context.Context) (*skills.Execution, error) {
-		return ex.Exec(ctx, skills.ExecRequest{Code: "1/0"})
+	x, err := adm.Run(ctx, 0, func(ctx context.Context) (*runs.Execution, error) {
+		return ex.Exec(ctx, runs.ExecRequest{Code: "1/0"})
 	})
 	require.NoError(t, err)
 	require.Equal(t, wasmpy.KindException, x.Error.Kind)
@@ -65,7 +66,7 @@ func TestAdmission(t *testing.T) {
 	st := adm.Stats()
 	require.Equal(t, int64(1), st.Rejected)
 	require.Equal(t, 0, st.InFlight)
-	require.Equal(t, []skills.ExecutionCount{{Skill: "", Outcome: "exception", Count: 1}, {Skill: "", Outcome: "ok", Count: 1}}, st.Executions)
+	require.Equal(t, []runs.ExecutionCount{{Skill: "", Outcome: "exception", Count: 1}, {Skill: "", Outcome: "ok", Count: 1}}, st.Executions)
 }
 
 // TestExecLimits: what raw code gets is the lower, field by field, of what
@@ -75,16 +76,16 @@ func TestExecLimits(t *testing.T) {
 	testing_, err := ex.Tiers().Lookup(tiers.Testing)
 	require.NoError(t, err)
 	ceil := wasmpy.Limits{Timeout: 5 * time.Second, Memory: 64 << 20}
-	lim, err := ex.ExecLimits(testing_, skills.RequestedLimits{TimeoutMS: 200, Fuel: 1000}, ceil)
+	lim, err := ex.ExecLimits(testing_, runs.RequestedLimits{TimeoutMS: 200, Fuel: 1000}, ceil)
 	require.NoError(t, err)
 	require.Equal(t, wasmpy.Limits{Timeout: 200 * time.Millisecond, Memory: 64 << 20, Fuel: 1000}, lim)
-	lim, err = ex.ExecLimits(testing_, skills.RequestedLimits{})
+	lim, err = ex.ExecLimits(testing_, runs.RequestedLimits{})
 	require.NoError(t, err)
 	require.Equal(t, testing_.Limits, lim, "nothing asked, no ceiling: the tier's")
-	for _, r := range []skills.RequestedLimits{{TimeoutMS: 6000}, {TimeoutMS: -1}, {MemoryBytes: 1 << 30}} {
+	for _, r := range []runs.RequestedLimits{{TimeoutMS: 6000}, {TimeoutMS: -1}, {MemoryBytes: 1 << 30}} {
 		_, err := ex.ExecLimits(testing_, r, ceil)
-		require.Equal(t, skills.CodeBadRequest, codeOf(t, err), "%+v", r)
+		require.Equal(t, runs.CodeBadRequest, codeOf(t, err), "%+v", r)
 	}
-	_, err = ex.ExecLimits(testing_, skills.RequestedLimits{TimeoutMS: 30_000})
+	_, err = ex.ExecLimits(testing_, runs.RequestedLimits{TimeoutMS: 30_000})
 	require.ErrorContains(t, err, "limits.timeout_ms: want 1 to 20000", "above the tier's")
 }

@@ -1,4 +1,4 @@
-package skills
+package runs
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
@@ -124,7 +125,7 @@ func (e *Executor) Lookup(ctx context.Context, c Caller, id string) (*provenance
 
 // Describe is the skill's public description, with the tier and limits its
 // runs get from this executor unless a request asks for a stricter tier.
-func (e *Executor) Describe(s *Skill) Info {
+func (e *Executor) Describe(s *skills.Skill) skills.Info {
 	t, err := e.SkillTier(Caller{}, s, "")
 	if err != nil { // a skill.yaml tier this executor lacks: describe it under the strictest
 		t = e.Tiers().Strictest()
@@ -158,7 +159,7 @@ type Execution struct {
 	// the handler's return value.
 	Result *wasmpy.Result
 	// Error is nil when the output is valid.
-	Error *Error
+	Error *skills.Error
 }
 
 //go:embed run_skill.py
@@ -167,12 +168,12 @@ var runSkillPy string
 // Execute validates req's arguments, runs the handler in a fresh instance
 // with the skill's limits, validates its output and records provenance.
 //
-// The error is an *Error for a request refused before running
+// The error is a *skills.Error for a request refused before running
 // (invalid_input, approval_required), or the host's own failure (a canceled
 // ctx, the store); once the handler has run, how it went is in the
 // Execution, including its failures.
-func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Execution, error) {
-	inputsHash, err := s.Check(req)
+func (e *Executor) Execute(ctx context.Context, s *skills.Skill, req Request) (*Execution, error) {
+	inputsHash, err := Check(s, req)
 	if err != nil {
 		return nil, err
 	}
@@ -201,23 +202,23 @@ func (e *Executor) Execute(ctx context.Context, s *Skill, req Request) (*Executi
 		vs, err := s.ValidateOutput(out)
 		switch {
 		case err != nil:
-			x.Error = &Error{Code: CodeInvalidOutput, Message: "output: " + err.Error()}
+			x.Error = &skills.Error{Code: CodeInvalidOutput, Message: "output: " + err.Error()}
 		case vs != nil:
-			x.Error = SchemaError(CodeInvalidOutput, "the output of "+s.Handler, vs)
+			x.Error = skills.SchemaError(CodeInvalidOutput, "the output of "+s.Handler, vs)
 		}
 	})
 }
 
 // Check does what Execute does before running: the actor, the approval,
 // then the arguments against the input schema. It returns the arguments'
-// hash, or an *Error (bad_request for the actor, approval_required,
+// hash, or a *skills.Error (bad_request for the actor, approval_required,
 // invalid_input).
-func (s *Skill) Check(req Request) (inputsHash string, err error) {
+func Check(s *skills.Skill, req Request) (inputsHash string, err error) {
 	if err := checkActor(req.ActorID, req.ActorType); err != nil {
 		return "", err
 	}
 	if s.NeedsApproval() && !req.Approved {
-		return "", &Error{Code: CodeApprovalRequired, Message: fmt.Sprintf(
+		return "", &skills.Error{Code: CodeApprovalRequired, Message: fmt.Sprintf(
 			"skill %s needs an explicit approval", s.Name)}
 	}
 	args := req.Args
@@ -226,14 +227,14 @@ func (s *Skill) Check(req Request) (inputsHash string, err error) {
 	}
 	inputsHash, err = provenance.Hash(args)
 	if err != nil {
-		return "", &Error{Code: CodeInvalidInput, Message: "args: " + strings.TrimPrefix(err.Error(), "provenance: canonical JSON: ")}
+		return "", &skills.Error{Code: CodeInvalidInput, Message: "args: " + strings.TrimPrefix(err.Error(), "provenance: canonical JSON: ")}
 	}
 	vs, err := s.ValidateInput(args)
 	if err != nil {
-		return "", &Error{Code: CodeInvalidInput, Message: "args: " + err.Error()}
+		return "", &skills.Error{Code: CodeInvalidInput, Message: "args: " + err.Error()}
 	}
 	if vs != nil {
-		return "", SchemaError(CodeInvalidInput, "args", vs)
+		return "", skills.SchemaError(CodeInvalidInput, "args", vs)
 	}
 	return inputsHash, nil
 }
@@ -267,7 +268,7 @@ type ExecRequest struct {
 // Exec runs raw code in a fresh pure-compute instance (the only capability
 // is submit_result) and records its provenance like a skill's, with
 // Skill "". Its inputs hash covers {"args", "stdin"}. An actor that is too
-// long or not printable is refused with an *Error (bad_request).
+// long or not printable is refused with a *skills.Error (bad_request).
 func (e *Executor) Exec(ctx context.Context, req ExecRequest) (*Execution, error) {
 	tier, err := e.ExecTier(req.Caller, req.Tier)
 	if err != nil {
@@ -349,21 +350,21 @@ func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.J
 }
 
 // runError classifies a failed run; nil for a successful one.
-func runError(res *wasmpy.Result) *Error {
+func runError(res *wasmpy.Result) *skills.Error {
 	f := res.Error
 	switch {
 	case f == nil:
 		return nil
 	case f.Kind == wasmpy.KindException && f.Type == "InvalidOutput": // raised by run_skill.py
-		return &Error{Code: CodeInvalidOutput, Message: f.Message}
+		return &skills.Error{Code: CodeInvalidOutput, Message: f.Message}
 	case f.Kind == wasmpy.KindTimeout:
-		return &Error{Code: CodeTimeout, Kind: f.Kind, Message: f.Message}
+		return &skills.Error{Code: CodeTimeout, Kind: f.Kind, Message: f.Message}
 	}
 	msg := f.Message
 	if f.Type != "" {
 		msg = f.Type + ": " + msg
 	}
-	return &Error{Code: CodeRunFailed, Kind: f.Kind, Message: msg}
+	return &skills.Error{Code: CodeRunFailed, Kind: f.Kind, Message: msg}
 }
 
 // recordError describes a failure for provenance without the exception's

@@ -1,4 +1,4 @@
-package skills_test
+package runs_test
 
 import (
 	"context"
@@ -19,12 +19,13 @@ import (
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
 )
 
 // requireCapabilities fails (never skips) when the interpreter cannot make
 // host calls: a handler's output travels through submit_result.
-func requireCapabilities(t *testing.T, ex *skills.Executor) {
+func requireCapabilities(t *testing.T, ex *runs.Executor) {
 	t.Helper()
 	if k := ex.Interpreter().Kind; k != assets.Wasmpy {
 		t.Fatalf("running skills needs the wasmpy interpreter build (make interpreter); the interpreter here is %q", k)
@@ -72,17 +73,17 @@ func (m *memRecorder) Get(_ context.Context, id string) (*provenance.Record, err
 
 var (
 	recExecOnce sync.Once
-	recExec     *skills.Executor
+	recExec     *runs.Executor
 	recorder    = &memRecorder{}
 )
 
 // recordingExecutor shares the interpreter cache with testExecutor but
 // records provenance in memory.
-func recordingExecutor(t *testing.T) (*skills.Executor, *memRecorder) {
+func recordingExecutor(t *testing.T) (*runs.Executor, *memRecorder) {
 	t.Helper()
 	var err error
 	recExecOnce.Do(func() {
-		recExec, err = skills.NewExecutor(context.Background(), skills.ExecutorConfig{
+		recExec, err = runs.NewExecutor(context.Background(), runs.ExecutorConfig{
 			Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: recorder})
 	})
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func recordingExecutor(t *testing.T) (*skills.Executor, *memRecorder) {
 	return recExec, recorder
 }
 
-func loadDir(t *testing.T, ex *skills.Executor, dir string) *skills.Registry {
+func loadDir(t *testing.T, ex *runs.Executor, dir string) *skills.Registry {
 	t.Helper()
 	reg, err := skills.LoadDir(context.Background(), dir, skills.LoadOptions{Checker: ex.Checker()})
 	require.NoError(t, err)
@@ -99,11 +100,11 @@ func loadDir(t *testing.T, ex *skills.Executor, dir string) *skills.Registry {
 	return reg
 }
 
-func execute(t *testing.T, ex *skills.Executor, reg *skills.Registry, name, args string, approved bool) (*skills.Execution, error) {
+func execute(t *testing.T, ex *runs.Executor, reg *skills.Registry, name, args string, approved bool) (*runs.Execution, error) {
 	t.Helper()
 	s, ok := reg.Get(name)
 	require.True(t, ok, name)
-	return ex.Execute(context.Background(), s, skills.Request{Args: json.RawMessage(args), ActorID: "tester", ActorType: "test", Approved: approved})
+	return ex.Execute(context.Background(), s, runs.Request{Args: json.RawMessage(args), ActorID: "tester", ActorType: "test", Approved: approved})
 }
 
 const article = `The city council approved the new transit plan on Tuesday. The plan adds three bus lines and extends the tram network to the airport.
@@ -113,7 +114,7 @@ Funding for the transit plan comes from a regional tax approved by voters last y
 
 func TestExampleSkills(t *testing.T) {
 	ex, _ := recordingExecutor(t)
-	reg := loadDir(t, ex, "examples")
+	reg := loadDir(t, ex, filepath.Join("..", "skills", "examples"))
 
 	t.Run("text_summarize", func(t *testing.T) {
 		for _, style := range []string{"concise", "detailed", "bullet-points"} {
@@ -188,7 +189,7 @@ func TestExampleSkills(t *testing.T) {
 // compact_memory, the classic spec's memory skill, through the sandbox.
 func TestCompactMemory(t *testing.T) {
 	ex, _ := recordingExecutor(t)
-	reg := loadDir(t, ex, "examples")
+	reg := loadDir(t, ex, filepath.Join("..", "skills", "examples"))
 	var arts []map[string]any
 	for i := range 20 {
 		typ := "note"
@@ -287,7 +288,7 @@ func TestExecuteInputSchema(t *testing.T) {
 			_, err := execute(t, ex, reg, "echo", tc.args, false)
 			var se *skills.Error
 			require.ErrorAs(t, err, &se)
-			require.Equal(t, skills.CodeInvalidInput, se.Code)
+			require.Equal(t, runs.CodeInvalidInput, se.Code)
 			require.Contains(t, se.Message, tc.msg)
 			if tc.pointer != "" || tc.msg != "" && tc.name != "duplicate key" {
 				require.NotNil(t, se.Pointer)
@@ -306,7 +307,7 @@ func TestExecuteOutcomes(t *testing.T) {
 	t.Run("invalid output", func(t *testing.T) {
 		x, err := execute(t, ex, reg, "bad_output", `{}`, false)
 		require.NoError(t, err)
-		require.Equal(t, skills.CodeInvalidOutput, x.Error.Code)
+		require.Equal(t, runs.CodeInvalidOutput, x.Error.Code)
 		require.Equal(t, "/count", *x.Error.Pointer)
 		require.Contains(t, x.Error.Message, "want integer")
 		require.Equal(t, provenance.OutcomeInvalidOutput, x.Record.Outcome)
@@ -317,7 +318,7 @@ func TestExecuteOutcomes(t *testing.T) {
 	t.Run("output not JSON", func(t *testing.T) {
 		x, err := execute(t, ex, reg, "not_json", `{}`, false)
 		require.NoError(t, err)
-		require.Equal(t, skills.CodeInvalidOutput, x.Error.Code)
+		require.Equal(t, runs.CodeInvalidOutput, x.Error.Code)
 		require.Contains(t, x.Error.Message, "not JSON")
 		require.Equal(t, provenance.OutcomeInvalidOutput, x.Record.Outcome)
 		require.Empty(t, x.Record.OutputsHash)
@@ -326,7 +327,7 @@ func TestExecuteOutcomes(t *testing.T) {
 		_, err := execute(t, ex, reg, "needs_approval", `{"target": "prod"}`, false)
 		var se *skills.Error
 		require.ErrorAs(t, err, &se)
-		require.Equal(t, skills.CodeApprovalRequired, se.Code)
+		require.Equal(t, runs.CodeApprovalRequired, se.Code)
 		x, err := execute(t, ex, reg, "needs_approval", `{"target": "prod"}`, true)
 		require.NoError(t, err)
 		require.Nil(t, x.Error)
@@ -350,7 +351,7 @@ func TestExecuteOutcomes(t *testing.T) {
 	t.Run("exception", func(t *testing.T) {
 		x, err := execute(t, ex, reg2, "fails", `{"x": 42}`, false)
 		require.NoError(t, err)
-		require.Equal(t, skills.CodeRunFailed, x.Error.Code)
+		require.Equal(t, runs.CodeRunFailed, x.Error.Code)
 		require.Equal(t, wasmpy.KindException, x.Error.Kind)
 		require.Contains(t, x.Error.Message, "ValueError: secret input 42")
 		require.Equal(t, string(wasmpy.KindException), x.Record.Outcome)
@@ -360,7 +361,7 @@ func TestExecuteOutcomes(t *testing.T) {
 	t.Run("timeout", func(t *testing.T) {
 		x, err := execute(t, ex, reg2, "slow", `{"x": 1}`, false)
 		require.NoError(t, err)
-		require.Equal(t, skills.CodeTimeout, x.Error.Code)
+		require.Equal(t, runs.CodeTimeout, x.Error.Code)
 		require.Equal(t, string(wasmpy.KindTimeout), x.Record.Outcome)
 		require.Equal(t, int64(300), x.Record.Limits.TimeoutMS)
 	})
@@ -370,7 +371,7 @@ func TestExecuteOutcomes(t *testing.T) {
 		require.Nil(t, x.Error)
 		x, err = execute(t, ex, reg2, "greedy", `{"x": 64}`, false)
 		require.NoError(t, err)
-		require.Equal(t, skills.CodeRunFailed, x.Error.Code)
+		require.Equal(t, runs.CodeRunFailed, x.Error.Code)
 		require.Equal(t, string(wasmpy.KindMemory), x.Record.Outcome)
 		require.Equal(t, uint64(32<<20), x.Record.Limits.MemoryBytes)
 	})
@@ -393,7 +394,7 @@ func TestExecuteOutcomes(t *testing.T) {
 				}
 			}
 		}()
-		_, err := ex.Execute(ctx, s, skills.Request{})
+		_, err := ex.Execute(ctx, s, runs.Request{})
 		require.ErrorIs(t, err, context.Canceled)
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
@@ -449,15 +450,15 @@ func TestProvenanceRecord(t *testing.T) {
 	require.Equal(t, out, r.OutputsHash)
 
 	// The store saw the record running before the run, complete after.
-	got, err := ex.Lookup(context.Background(), skills.Caller{}, r.ExecutionID)
+	got, err := ex.Lookup(context.Background(), runs.Caller{}, r.ExecutionID)
 	require.NoError(t, err)
 	require.Equal(t, r, got)
-	_, err = ex.Lookup(context.Background(), skills.Caller{Owner: "token:b0b"}, r.ExecutionID)
+	_, err = ex.Lookup(context.Background(), runs.Caller{Owner: "token:b0b"}, r.ExecutionID)
 	require.ErrorIs(t, err, provenance.ErrNotFound, "another caller's record")
-	got, err = ex.Lookup(context.Background(), skills.Caller{Owner: "token:ad1", Admin: true}, r.ExecutionID)
+	got, err = ex.Lookup(context.Background(), runs.Caller{Owner: "token:ad1", Admin: true}, r.ExecutionID)
 	require.NoError(t, err, "an admin reads every record")
 	require.Equal(t, r, got)
-	_, err = ex.Lookup(context.Background(), skills.Caller{}, provenance.NewID())
+	_, err = ex.Lookup(context.Background(), runs.Caller{}, provenance.NewID())
 	require.ErrorIs(t, err, provenance.ErrNotFound)
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -468,7 +469,7 @@ func TestProvenanceRecord(t *testing.T) {
 
 func TestExecRawCode(t *testing.T) {
 	ex, _ := recordingExecutor(t)
-	x, err := ex.Exec(context.Background(), skills.ExecRequest{Code: "import sys\nsubmit_result({'n': len(sys.stdin.read()), 'argv': sys.argv[1:]})", Stdin: "abc", Args: []string{"z"}})
+	x, err := ex.Exec(context.Background(), runs.ExecRequest{Code: "import sys\nsubmit_result({'n': len(sys.stdin.read()), 'argv': sys.argv[1:]})", Stdin: "abc", Args: []string{"z"}})
 	require.NoError(t, err)
 	require.Nil(t, x.Error)
 	require.JSONEq(t, `{"n": 3, "argv": ["z"]}`, string(x.Result.Output))
@@ -477,9 +478,9 @@ func TestExecRawCode(t *testing.T) {
 	require.Equal(t, provenance.HashBytes([]byte("import sys\nsubmit_result({'n': len(sys.stdin.read()), 'argv': sys.argv[1:]})")), x.Record.CodeHash)
 
 	// Raw code gets no workspace and no LLM.
-	x, err = ex.Exec(context.Background(), skills.ExecRequest{Code: "read_file('x')"})
+	x, err = ex.Exec(context.Background(), runs.ExecRequest{Code: "read_file('x')"})
 	require.NoError(t, err)
-	require.Equal(t, skills.CodeRunFailed, x.Error.Code)
+	require.Equal(t, runs.CodeRunFailed, x.Error.Code)
 	require.Contains(t, x.Error.Message, "PermissionError: capability \"read_file\" is not granted to this run")
 }
 
@@ -529,8 +530,8 @@ func TestGrantsPerSkill(t *testing.T) {
 	}
 	wg.Wait()
 
-	_, err := skills.NewExecutor(context.Background(), skills.ExecutorConfig{Sandbox: wasmpy.Config{Grants: []wasmpy.Capability{wasmpy.ReadFile}}})
-	require.ErrorIs(t, err, skills.ErrExecutorGrants)
+	_, err := runs.NewExecutor(context.Background(), runs.ExecutorConfig{Sandbox: wasmpy.Config{Grants: []wasmpy.Capability{wasmpy.ReadFile}}})
+	require.ErrorIs(t, err, runs.ErrExecutorGrants)
 }
 
 // embed_text, the classic embeddings skill, against the fake server: the
@@ -538,13 +539,13 @@ func TestGrantsPerSkill(t *testing.T) {
 // run is granted embed within the LLM budget.
 func TestEmbedText(t *testing.T) {
 	srv := llmtest.New(t)
-	ex, err := skills.NewExecutor(context.Background(), skills.ExecutorConfig{Sandbox: wasmpy.Config{
+	ex, err := runs.NewExecutor(context.Background(), runs.ExecutorConfig{Sandbox: wasmpy.Config{
 		Interpreter: os.Getenv("WASMPY_INTERPRETER"), LLM: hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "m"},
 		LLMBudget: hostfuncs.LLMBudget{MaxTokens: 5}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { ex.Close(context.Background()) })
 	requireCapabilities(t, ex)
-	reg, err := skills.LoadDir(context.Background(), "llm", skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: true})
+	reg, err := skills.LoadDir(context.Background(), filepath.Join("..", "skills", "llm"), skills.LoadOptions{Checker: ex.Checker(), AllowExternalCalls: true})
 	require.NoError(t, err)
 	require.Empty(t, reg.Problems())
 	s, ok := reg.Get("embed_text")
@@ -587,7 +588,7 @@ func TestEmbedText(t *testing.T) {
 	require.Equal(t, 5, x.Result.LLM.TotalTokens)
 
 	// Without an endpoint the skill does not load.
-	reg, err = skills.LoadDir(context.Background(), "llm", skills.LoadOptions{Checker: ex.Checker()})
+	reg, err = skills.LoadDir(context.Background(), filepath.Join("..", "skills", "llm"), skills.LoadOptions{Checker: ex.Checker()})
 	require.NoError(t, err)
 	require.Len(t, reg.Problems(), 1)
 	require.Contains(t, reg.Problems()[0].Reason, "external_call: refused")

@@ -1,4 +1,4 @@
-package skills_test
+package runs_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // orderedStore logs when a turn's record is finished and when its session
@@ -67,14 +67,14 @@ func TestSessionTurnRecordedAfterSave(t *testing.T) {
 	require.NoError(t, err)
 	defer base.Close()
 	st := &orderedStore{Store: base}
-	ex, err := skills.NewExecutor(ctx, skills.ExecutorConfig{
+	ex, err := runs.NewExecutor(ctx, runs.ExecutorConfig{
 		Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st})
 	require.NoError(t, err)
 	defer ex.Close(ctx)
 
-	in, err := ex.NewSession(ctx, skills.Caller{}, "")
+	in, err := ex.NewSession(ctx, runs.Caller{}, "")
 	require.NoError(t, err)
-	x, err := ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: "x = 1"})
+	x, err := ex.SessionExec(ctx, in.ID, runs.ExecRequest{Code: "x = 1"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"save", "finish"}, st.log)
 	rec, err := base.Get(ctx, x.Record.ExecutionID)
@@ -82,8 +82,8 @@ func TestSessionTurnRecordedAfterSave(t *testing.T) {
 	require.Equal(t, provenance.OutcomeOK, rec.Outcome)
 
 	st.conflict = true
-	_, err = ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: "x = 2"})
-	require.ErrorIs(t, err, skills.ErrSessionConflict)
+	_, err = ex.SessionExec(ctx, in.ID, runs.ExecRequest{Code: "x = 2"})
+	require.ErrorIs(t, err, runs.ErrSessionConflict)
 	recs, err := base.List(ctx, provenance.Filter{SessionID: in.ID})
 	require.NoError(t, err)
 	require.Len(t, recs, 2)
@@ -107,19 +107,19 @@ func TestSessionSavesIncrementally(t *testing.T) {
 	require.NoError(t, err)
 	defer base.Close()
 	st := &countingStore{Store: base}
-	executor := func(st skills.SessionStore) *skills.Executor {
-		ex, err := skills.NewExecutor(ctx, skills.ExecutorConfig{
+	executor := func(st runs.SessionStore) *runs.Executor {
+		ex, err := runs.NewExecutor(ctx, runs.ExecutorConfig{
 			Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Sessions: st})
 		require.NoError(t, err)
 		t.Cleanup(func() { ex.Close(ctx) })
 		return ex
 	}
 	ex := executor(st)
-	in, err := ex.NewSession(ctx, skills.Caller{}, "")
+	in, err := ex.NewSession(ctx, runs.Caller{}, "")
 	require.NoError(t, err)
-	run := func(ex *skills.Executor, code string) string {
+	run := func(ex *runs.Executor, code string) string {
 		t.Helper()
-		x, err := ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: code})
+		x, err := ex.SessionExec(ctx, in.ID, runs.ExecRequest{Code: code})
 		require.NoError(t, err)
 		require.Nil(t, x.Result.Error, x.Result.Stderr)
 		return x.Result.Stdout
@@ -168,6 +168,6 @@ func TestSessionSavesIncrementally(t *testing.T) {
 
 	// A damaged delta: the session cannot be loaded, and says why.
 	require.NoError(t, base.AppendSession(ctx, &provenance.Session{ID: in.ID, Turn: saved.Turn + 1, StateHash: "x"}, []byte("garbage"), saved.Turn))
-	_, err = executor(base).SessionExec(ctx, in.ID, skills.ExecRequest{Code: "print(x)"})
+	_, err = executor(base).SessionExec(ctx, in.ID, runs.ExecRequest{Code: "print(x)"})
 	require.ErrorContains(t, err, "saved session: not a wasmpy saved session")
 }

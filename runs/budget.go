@@ -1,4 +1,4 @@
-package skills
+package runs
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/internal/units"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/skills"
 )
 
 // CodeBudgetExceeded refuses a session (opening, forking or a turn) or an
@@ -177,7 +178,7 @@ func (e *Executor) withinBudgets(ctx context.Context, c Caller, opening bool) er
 		}
 	}
 	if why != "" {
-		return &Error{Code: CodeBudgetExceeded, Message: why}
+		return &skills.Error{Code: CodeBudgetExceeded, Message: why}
 	}
 	return nil
 }

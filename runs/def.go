@@ -1,4 +1,4 @@
-package skills
+package runs
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/wasmpy/wasmpy/codegen"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
@@ -49,7 +50,7 @@ type DefExecution struct {
 var ErrNoLLM = errors.New("skills: no LLM endpoint is configured")
 
 // DefTier is the tier generated code gets when c asks for asked: "" means
-// the strictest, as for `wasmpy gen` and `def`. The error is an *Error:
+// the strictest, as for `wasmpy gen` and `def`. The error is a *skills.Error:
 // bad_request, or tier_forbidden for a tier above c's maximum.
 func (e *Executor) DefTier(c Caller, asked string) (*tiers.Tier, error) {
 	return e.callerTier(c, asked, func(asked string) (*tiers.Tier, error) {
@@ -64,7 +65,7 @@ func (e *Executor) DefTier(c Caller, asked string) (*tiers.Tier, error) {
 // through its sandbox, and records it as kind def, as `wasmpy def
 // --record` does: the code hash is the code that ran, codegen its quality
 // outcome. The error is for a request refused before anything was asked
-// (an *Error, bad_request: a bad signature or arguments, an actor) or the
+// (a *skills.Error, bad_request: a bad signature or arguments, an actor) or the
 // host's own failure; how the generation went is in the DefExecution.
 func (e *Executor) Def(ctx context.Context, req DefRequest) (*DefExecution, error) {
 	if !e.AllowsExternalCalls() {
@@ -90,11 +91,11 @@ func (e *Executor) Def(ctx context.Context, req DefRequest) (*DefExecution, erro
 	}
 	in, err := json.Marshal(map[string]any{"signature": req.Signature, "args": req.Args, "kwargs": req.Kwargs})
 	if err != nil {
-		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("the arguments: %v", err)}
+		return nil, &skills.Error{Code: CodeBadRequest, Message: fmt.Sprintf("the arguments: %v", err)}
 	}
 	inputsHash, err := provenance.Hash(in)
 	if err != nil {
-		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("the arguments: %v", err)}
+		return nil, &skills.Error{Code: CodeBadRequest, Message: fmt.Sprintf("the arguments: %v", err)}
 	}
 	limits := req.Limits.Or(tier.Limits).Within(e.cfg.Sandbox.Limits)
 	rec := NewRecord(e.sb, provenance.KindDef, e.sb.RunLimits(limits))
@@ -114,11 +115,11 @@ func (e *Executor) Def(ctx context.Context, req DefRequest) (*DefExecution, erro
 		Tests: req.Tests, MinQuality: req.MinQuality, Style: req.Style, CacheDir: e.cfg.CodeCache,
 		Progress: func(codegen.Progress) { begin() }})
 	if err != nil {
-		return nil, &Error{Code: CodeBadRequest, Message: trimCodegen(err)}
+		return nil, &skills.Error{Code: CodeBadRequest, Message: trimCodegen(err)}
 	}
 	fr, genErr := g.Function(ctx, req.Signature, req.Args, req.Kwargs)
 	if !begun && (errors.Is(genErr, codegen.ErrBadSignature) || errors.Is(genErr, codegen.ErrBadArguments)) {
-		return nil, &Error{Code: CodeBadRequest, Message: trimCodegen(genErr)}
+		return nil, &skills.Error{Code: CodeBadRequest, Message: trimCodegen(genErr)}
 	}
 	if begin(); beginErr != nil {
 		return nil, fmt.Errorf("skills: recording provenance: %w", beginErr)

@@ -1,9 +1,11 @@
-package skills
+package runs
 
 import (
 	"fmt"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/wasmpy/wasmpy/skills"
 )
 
 // Bounds on who a request says it comes from; provenance keeps both, and
@@ -23,15 +25,15 @@ func checkActor(id, typ string) error {
 		max         int
 	}{{"actor_id", id, MaxActorID}, {"actor_type", typ, MaxActorType}} {
 		if len(f.value) > f.max {
-			return &Error{Code: CodeBadRequest, Message: fmt.Sprintf("%s: at most %d bytes, got %d", f.name, f.max, len(f.value))}
+			return &skills.Error{Code: CodeBadRequest, Message: fmt.Sprintf("%s: at most %d bytes, got %d", f.name, f.max, len(f.value))}
 		}
 		for i := 0; i < len(f.value); {
 			r, n := utf8.DecodeRuneInString(f.value[i:])
 			if r == utf8.RuneError && n == 1 {
-				return &Error{Code: CodeBadRequest, Message: fmt.Sprintf("%s: not valid UTF-8 at byte %d", f.name, i)}
+				return &skills.Error{Code: CodeBadRequest, Message: fmt.Sprintf("%s: not valid UTF-8 at byte %d", f.name, i)}
 			}
 			if !unicode.IsGraphic(r) {
-				return &Error{Code: CodeBadRequest, Message: fmt.Sprintf("%s: only printable characters and spaces, got %q at byte %d", f.name, r, i)}
+				return &skills.Error{Code: CodeBadRequest, Message: fmt.Sprintf("%s: only printable characters and spaces, got %q at byte %d", f.name, r, i)}
 			}
 			i += n
 		}

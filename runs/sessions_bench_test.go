@@ -1,4 +1,4 @@
-package skills_test
+package runs_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // countingStore counts the session state bytes written to and read from
@@ -63,9 +63,9 @@ func (s *countingStore) GetSession(ctx context.Context, id string) (*provenance.
 // reports the p50 and the state bytes written to and read from the store
 // per turn, for a small state and one holding a list of about 50 MB. Every
 // 64 turns, or when the deltas outweigh it, a turn saves the session whole
-// again (skills.maxDeltas).
+// again (runs.maxDeltas).
 //
-//	go test -run '^$' -bench SessionExecStore -benchtime 20x ./skills
+//	go test -run '^$' -bench SessionExecStore -benchtime 20x ./runs
 func BenchmarkSessionExecStore(b *testing.B) {
 	for _, c := range []struct{ name, setup string }{
 		{"small", "x = 0\nimport json\ndef f(v): return json.dumps(v)"},
@@ -77,16 +77,16 @@ func BenchmarkSessionExecStore(b *testing.B) {
 			require.NoError(b, err)
 			defer base.Close()
 			st := &countingStore{Store: base}
-			ex, err := skills.NewExecutor(ctx, skills.ExecutorConfig{
+			ex, err := runs.NewExecutor(ctx, runs.ExecutorConfig{
 				Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st})
 			require.NoError(b, err)
 			defer ex.Close(ctx)
-			in, err := ex.NewSession(ctx, skills.Caller{}, "")
+			in, err := ex.NewSession(ctx, runs.Caller{}, "")
 			require.NoError(b, err)
 			// The setup turn, and one more: its delta outweighs the new
 			// session's save, so it saves the session whole.
 			for _, code := range []string{c.setup, "x += 1"} {
-				_, err = ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: code})
+				_, err = ex.SessionExec(ctx, in.ID, runs.ExecRequest{Code: code})
 				require.NoError(b, err)
 			}
 			st.written.Store(0)
@@ -94,7 +94,7 @@ func BenchmarkSessionExecStore(b *testing.B) {
 			var times []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				x, err := ex.SessionExec(ctx, in.ID, skills.ExecRequest{Code: "x += 1"})
+				x, err := ex.SessionExec(ctx, in.ID, runs.ExecRequest{Code: "x += 1"})
 				times = append(times, time.Since(start))
 				require.NoError(b, err)
 				require.Nil(b, x.Result.Error)

@@ -1,4 +1,4 @@
-package skills_test
+package runs_test
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy/provenance"
-	"github.com/wasmpy/wasmpy/skills"
+	"github.com/wasmpy/wasmpy/runs"
 )
 
 // A record carries the classic spec's names beside its own.
@@ -16,7 +16,7 @@ func TestRecordClassicNames(t *testing.T) {
 	start := time.Date(2026, 11, 23, 21, 0, 0, 0, time.UTC)
 	rec := &provenance.Record{ExecutionID: provenance.NewID(), Skill: "s", Version: "1.2.3", Outcome: "exception", DurationMS: 12.5, StartedAt: start,
 		HostCalls: []provenance.HostCall{{Name: "ask_llm"}, {Name: "submit_result"}, {Name: "ask_llm"}, {Name: "read_file"}}}
-	b, err := json.Marshal(skills.ClassicRecord(rec))
+	b, err := json.Marshal(runs.ClassicRecord(rec))
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
