@@ -60,7 +60,7 @@ type Admission struct {
 // NewAdmission checks cfg and fills in its defaults.
 func NewAdmission(cfg AdmissionConfig) (*Admission, error) {
 	if cfg.MaxConcurrent > MaxConcurrentRuns {
-		return nil, fmt.Errorf("skills: MaxConcurrent %d: at most %d", cfg.MaxConcurrent, MaxConcurrentRuns)
+		return nil, fmt.Errorf("runs: MaxConcurrent %d: at most %d", cfg.MaxConcurrent, MaxConcurrentRuns)
 	}
 	if cfg.MaxConcurrent <= 0 {
 		cfg.MaxConcurrent = runtime.GOMAXPROCS(0)

@@ -139,7 +139,7 @@ func (e *Executor) withinBudgets(ctx context.Context, c Caller, opening bool) er
 	if e.cfg.Sessions != nil {
 		all, err := e.cfg.Sessions.ListSessions(ctx, provenance.SessionFilter{})
 		if err != nil {
-			return fmt.Errorf("skills: listing sessions: %w", err)
+			return fmt.Errorf("runs: listing sessions: %w", err)
 		}
 		count = usage{} // the store knows every session, this process's and others'
 		idle := time.Now().Add(-e.cfg.Sandbox.Sessions.Or(wasmpy.DefaultSessionLimits()).IdleTTL)

@@ -47,7 +47,7 @@ type DefExecution struct {
 }
 
 // ErrNoLLM is Def's error on an executor with no LLM endpoint configured.
-var ErrNoLLM = errors.New("skills: no LLM endpoint is configured")
+var ErrNoLLM = errors.New("runs: no LLM endpoint is configured")
 
 // DefTier is the tier generated code gets when c asks for asked: "" means
 // the strictest, as for `wasmpy gen` and `def`. The error is a *skills.Error:
@@ -122,7 +122,7 @@ func (e *Executor) Def(ctx context.Context, req DefRequest) (*DefExecution, erro
 		return nil, &skills.Error{Code: CodeBadRequest, Message: trimCodegen(genErr)}
 	}
 	if begin(); beginErr != nil {
-		return nil, fmt.Errorf("skills: recording provenance: %w", beginErr)
+		return nil, fmt.Errorf("runs: recording provenance: %w", beginErr)
 	}
 	var rep *codegen.Report
 	if fr != nil {
@@ -131,7 +131,7 @@ func (e *Executor) Def(ctx context.Context, req DefRequest) (*DefExecution, erro
 	CompleteCodegenRecord(ctx, rec, rep, genErr)
 	if e.cfg.Store != nil {
 		if err := e.cfg.Store.Finish(context.WithoutCancel(ctx), rec); err != nil {
-			return nil, fmt.Errorf("skills: recording provenance: %w", err)
+			return nil, fmt.Errorf("runs: recording provenance: %w", err)
 		}
 	}
 	return &DefExecution{Report: fr, Err: genErr, Record: rec}, nil

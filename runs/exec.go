@@ -67,7 +67,7 @@ type Executor struct {
 
 // ErrExecutorGrants is returned by NewExecutor for a Sandbox config with
 // Grants: they would reach every skill, whatever its safety flags say.
-var ErrExecutorGrants = errors.New("skills: ExecutorConfig.Sandbox.Grants must be empty: a skill's grants come from its safety flags")
+var ErrExecutorGrants = errors.New("runs: ExecutorConfig.Sandbox.Grants must be empty: a skill's grants come from its safety flags")
 
 // NewExecutor opens the sandbox, so a missing interpreter is reported here.
 func NewExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
@@ -79,7 +79,7 @@ func NewExecutor(ctx context.Context, cfg ExecutorConfig) (*Executor, error) {
 			cfg.Tiers = tiers.Defaults()
 		}
 		if _, err := cfg.Tiers.Lookup(cfg.DefaultTier); err != nil {
-			return nil, fmt.Errorf("skills: ExecutorConfig.DefaultTier: %w", err)
+			return nil, fmt.Errorf("runs: ExecutorConfig.DefaultTier: %w", err)
 		}
 	}
 	if cfg.Sandbox.MaxConcurrent == 0 {
@@ -319,7 +319,7 @@ func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.J
 	rec.Outcome, rec.StartedAt, rec.HostCalls = started.Outcome, started.StartedAt, started.HostCalls
 	if e.cfg.Store != nil {
 		if err := e.cfg.Store.Begin(ctx, rec); err != nil {
-			return nil, fmt.Errorf("skills: recording provenance: %w", err)
+			return nil, fmt.Errorf("runs: recording provenance: %w", err)
 		}
 	}
 	res, runErr := do(ctx, job)
@@ -340,7 +340,7 @@ func (e *Executor) run(ctx context.Context, rec *provenance.Record, job wasmpy.J
 	if e.cfg.Store != nil {
 		// Record the end even if the caller has gone.
 		if err := e.cfg.Store.Finish(context.WithoutCancel(ctx), rec); err != nil {
-			return nil, fmt.Errorf("skills: recording provenance: %w", err)
+			return nil, fmt.Errorf("runs: recording provenance: %w", err)
 		}
 	}
 	if runErr != nil {

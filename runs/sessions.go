@@ -31,11 +31,11 @@ type SessionStore interface {
 var (
 	// ErrNoSession is the error for a session that does not exist, or
 	// belongs to another owner: the two are not told apart.
-	ErrNoSession = errors.New("skills: no such session")
+	ErrNoSession = errors.New("runs: no such session")
 	// ErrSessionConflict is a turn that lost a race with another turn of
 	// its session (on another replica): its state was not kept, and a
 	// retry runs from the newer state.
-	ErrSessionConflict = errors.New("skills: the session changed concurrently (another replica took a turn): retry")
+	ErrSessionConflict = errors.New("runs: the session changed concurrently (another replica took a turn): retry")
 )
 
 // CodeTooManySessions is the Error code for a session refused because the
@@ -127,7 +127,7 @@ func (e *Executor) session(ctx context.Context, id, owner string) (*live, error)
 	case errors.Is(err, provenance.ErrNotFound):
 		return nil, ErrNoSession
 	case err != nil:
-		return nil, fmt.Errorf("skills: loading session: %w", err)
+		return nil, fmt.Errorf("runs: loading session: %w", err)
 	case saved.Owner != owner:
 		return nil, ErrNoSession
 	}
@@ -173,7 +173,7 @@ func (e *Executor) refresh(ctx context.Context, l *live, in wasmpy.SessionInfo) 
 	case errors.Is(err, provenance.ErrNotFound):
 		return ErrNoSession // closed by another replica
 	case err != nil:
-		return fmt.Errorf("skills: loading session: %w", err)
+		return fmt.Errorf("runs: loading session: %w", err)
 	case head.Turn == in.Turns && head.StateHash == in.StateHash:
 		return nil
 	case head.Turn > in.Turns && e.catchUp(ctx, l, in, head):
@@ -184,7 +184,7 @@ func (e *Executor) refresh(ctx context.Context, l *live, in wasmpy.SessionInfo) 
 	case errors.Is(err, provenance.ErrNotFound):
 		return ErrNoSession
 	case err != nil:
-		return fmt.Errorf("skills: loading session: %w", err)
+		return fmt.Errorf("runs: loading session: %w", err)
 	}
 	l.sess.Close()               // first: the restored one takes its place among the open
 	return e.load(ctx, l, saved) // on failure l is closed: the next request restores it afresh
@@ -268,17 +268,17 @@ func (e *Executor) admitSession(ctx context.Context, c Caller) error {
 	lim := e.cfg.Sandbox.Sessions.Or(wasmpy.DefaultSessionLimits())
 	idle, err := e.cfg.Sessions.ListSessions(ctx, provenance.SessionFilter{UpdatedBefore: time.Now().Add(-lim.IdleTTL)})
 	if err != nil {
-		return fmt.Errorf("skills: listing sessions: %w", err)
+		return fmt.Errorf("runs: listing sessions: %w", err)
 	}
 	for _, s := range idle {
 		e.forget(s.ID)
 		if err := e.cfg.Sessions.DeleteSession(ctx, s.ID); err != nil && !errors.Is(err, provenance.ErrNotFound) {
-			return fmt.Errorf("skills: expiring session: %w", err)
+			return fmt.Errorf("runs: expiring session: %w", err)
 		}
 	}
 	all, err := e.cfg.Sessions.ListSessions(ctx, provenance.SessionFilter{Limit: lim.Max})
 	if err != nil {
-		return fmt.Errorf("skills: listing sessions: %w", err)
+		return fmt.Errorf("runs: listing sessions: %w", err)
 	}
 	if len(all) >= lim.Max {
 		return &skills.Error{Code: CodeTooManySessions, Message: fmt.Sprintf("the service holds %d sessions, its limit: close one (DELETE /sessions/{id})", lim.Max)}
@@ -345,7 +345,7 @@ func (e *Executor) save(ctx context.Context, l *live, prevTurn int, since string
 	case errors.Is(err, provenance.ErrNotFound):
 		return nil, ErrNoSession // deleted meanwhile
 	case err != nil:
-		return nil, fmt.Errorf("skills: saving session: %w", err)
+		return nil, fmt.Errorf("runs: saving session: %w", err)
 	}
 	if whole {
 		l.base, l.deltas, l.deltaBytes = int64(buf.Len()), 0, 0
@@ -470,7 +470,7 @@ func (e *Executor) CloseSession(ctx context.Context, id string, c Caller) error 
 		return nil
 	}
 	if err := e.cfg.Sessions.DeleteSession(ctx, id); err != nil && !errors.Is(err, provenance.ErrNotFound) {
-		return fmt.Errorf("skills: deleting session: %w", err)
+		return fmt.Errorf("runs: deleting session: %w", err)
 	}
 	return nil
 }
