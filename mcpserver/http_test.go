@@ -22,8 +22,8 @@ import (
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
 	"github.com/wasmpy/wasmpy/runs"
+	"github.com/wasmpy/wasmpy/service"
 	"github.com/wasmpy/wasmpy/skills"
-	"github.com/wasmpy/wasmpy/skills/service"
 )
 
 type bearer struct{ token string }

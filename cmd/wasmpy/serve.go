@@ -21,8 +21,8 @@ import (
 	"github.com/wasmpy/wasmpy/internal/units"
 	"github.com/wasmpy/wasmpy/mcpserver"
 	"github.com/wasmpy/wasmpy/runs"
+	"github.com/wasmpy/wasmpy/service"
 	"github.com/wasmpy/wasmpy/skills"
-	"github.com/wasmpy/wasmpy/skills/service"
 )
 
 // maxTokensFile bounds --tokens-file.

@@ -11,7 +11,7 @@ import (
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
 	"github.com/wasmpy/wasmpy/runs"
-	"github.com/wasmpy/wasmpy/skills/service"
+	"github.com/wasmpy/wasmpy/service"
 )
 
 // POST /def generates a function with the service's LLM, as `wasmpy def`

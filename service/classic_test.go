@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy/provenance"
+	"github.com/wasmpy/wasmpy/service"
 	"github.com/wasmpy/wasmpy/skills"
-	"github.com/wasmpy/wasmpy/skills/service"
 )
 
 // classicClient is a client written to the classic Code Executor spec: its

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/wasmpy/wasmpy/runs"
-	"github.com/wasmpy/wasmpy/skills/service"
+	"github.com/wasmpy/wasmpy/service"
 )
 
 // BenchmarkServeExecute is the load figure in BENCHMARKS.md: N concurrent
@@ -26,7 +26,7 @@ import (
 // the service's own overhead (a trivial handler), text_summarize a real
 // skill. Run it for a fixed time:
 //
-//	go test ./skills/service -run '^$' -bench ServeExecute -benchtime 20s
+//	go test ./service -run '^$' -bench ServeExecute -benchtime 20s
 func BenchmarkServeExecute(b *testing.B) {
 	b.Run("echo", func(b *testing.B) {
 		benchServe(b, "echo", map[string]any{"message": "hello"})

@@ -1,4 +1,5 @@
-// Package service is the HTTP API over a skills Registry and Executor:
+// Package service is the HTTP API over a skills Registry and a runs Executor
+// (the run service MCP and the CLI share too):
 //
 //	GET  /health                     counts, the interpreter; 503 {"status": "loading"} until the skills have loaded
 //	GET  /health/live                liveness: 200 while the process serves

@@ -24,8 +24,8 @@ import (
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
 	"github.com/wasmpy/wasmpy/runs"
+	"github.com/wasmpy/wasmpy/service"
 	"github.com/wasmpy/wasmpy/skills"
-	"github.com/wasmpy/wasmpy/skills/service"
 )
 
 var (
@@ -54,7 +54,7 @@ func fixtures(t testing.TB) (*runs.Executor, *skills.Registry, stores.Store) {
 		if setupErr != nil {
 			return
 		}
-		for _, src := range []string{"../../testdata/skills", "../examples"} {
+		for _, src := range []string{"../testdata/skills", "../skills/examples"} {
 			if setupErr = os.CopyFS(dir, os.DirFS(src)); setupErr != nil {
 				return
 			}

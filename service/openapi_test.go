@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/skills/service"
+	"github.com/wasmpy/wasmpy/service"
 )
 
 // metaSchema compiles the OpenAPI 3.1 meta-schema that also checks every

@@ -16,7 +16,7 @@ import (
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
 	"github.com/wasmpy/wasmpy/runs"
-	"github.com/wasmpy/wasmpy/skills/service"
+	"github.com/wasmpy/wasmpy/service"
 )
 
 // sessionServer is a service with tokens whose sessions are kept in the

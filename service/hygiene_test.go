@@ -9,7 +9,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/runs"
-	"github.com/wasmpy/wasmpy/skills/service"
+	"github.com/wasmpy/wasmpy/service"
 )
 
 // What issue 11's review sent: each is a 4xx with a message, before

@@ -17,8 +17,8 @@ import (
 	"github.com/wasmpy/wasmpy/internal/testing/pgtest"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
+	"github.com/wasmpy/wasmpy/service"
 	"github.com/wasmpy/wasmpy/skills"
-	"github.com/wasmpy/wasmpy/skills/service"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -75,7 +75,7 @@ func startReplica(t *testing.T, addr string) (*replica, func()) {
 	ex, _, _ := fixtures(t)
 	st, err := stores.Open(ctx, addr)
 	require.NoError(t, err)
-	reg, err := skills.LoadDir(ctx, "../../testdata/skills", skills.LoadOptions{Checker: ex.Checker(), Registered: st})
+	reg, err := skills.LoadDir(ctx, "../testdata/skills", skills.LoadOptions{Checker: ex.Checker(), Registered: st})
 	require.NoError(t, err)
 	var srv *server
 	srv = startServer(t, func(c *service.Config) { c.Registry, c.TokenStore = reg, st })

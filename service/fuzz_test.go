@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/skills/service"
+	"github.com/wasmpy/wasmpy/service"
 )
 
 // fuzzTargets are the endpoints FuzzRunRequest posts to: raw code and the
@@ -29,7 +29,7 @@ var fuzzTargets = []string{"/exec", "/skills/echo/execute", "/skills/text_summar
 // timed out in /exec), and every run has its provenance record, finished,
 // naming a printable actor.
 //
-//	go test ./skills/service -run '^$' -fuzz FuzzRunRequest -fuzztime 5m
+//	go test ./service -run '^$' -fuzz FuzzRunRequest -fuzztime 5m
 func FuzzRunRequest(f *testing.F) {
 	for _, seed := range []struct {
 		target uint8

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
-	"github.com/wasmpy/wasmpy/skills/service"
+	"github.com/wasmpy/wasmpy/service"
 )
 
 // tokenStore is a fresh store holding an admin's and a runner's token; it
