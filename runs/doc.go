@@ -7,14 +7,16 @@
 //
 // Where each part is:
 //
-//	exec.go       Executor: Execute (a skill), Exec (raw code), Check; the run and its record
-//	tier.go       Caller; the tier and limits a caller's run gets (SkillTier, ExecTier, ExecLimits)
+//	executor.go   Executor: the one sandbox every run shares, its store, Describe, Lookup
+//	caller.go     Caller: who asks for a run, as its front end authenticated it
+//	tier.go       the tier and limits a caller's run gets (SkillTier, ExecTier, ExecLimits)
 //	limits.go     RequestedLimits, the limits a request asks for, checked against the tier's
+//	exec.go       Execute (a skill), Exec (raw code), Check; the run and its record
+//	record.go     NewRecord, CompleteRecord: the provenance of one run (`wasmpy exec --record` too)
 //	sessions.go   sessions: a caller's Python state across turns, kept in a SessionStore
 //	budget.go     what sessions may hold, in all and per caller
 //	admission.go  Admission: the run slots, queue and request timeout of a server
 //	def.go        Def: a function the LLM writes, run and recorded
-//	record.go     NewRecord, CompleteRecord: the provenance of one run (`wasmpy exec --record` too)
 //	json.go       an Execution as JSON, the one shape of a skill run's answer
 //	actor.go      the bounds on who a request says it comes from
 //

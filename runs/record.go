@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/provenance"
@@ -51,4 +52,33 @@ func CompleteRecord(ctx context.Context, rec *provenance.Record, res *wasmpy.Res
 // recordLimits are the limits a run was given, as its record keeps them.
 func recordLimits(l wasmpy.Limits) provenance.Limits {
 	return provenance.Limits{TimeoutMS: l.Timeout.Milliseconds(), MemoryBytes: l.Memory, OutputBytes: l.Output, Fuel: l.Fuel}
+}
+
+// recordError describes a failure for provenance without the exception's
+// message, which may quote the inputs.
+func recordError(f *wasmpy.Error) string {
+	if f.Type != "" {
+		return f.Type
+	}
+	return f.Message
+}
+
+// now is the time a record holds: UTC, to the microsecond, which every
+// store keeps.
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+func packageSets(sets []wasmpy.PackageSet) []provenance.PackageSet {
+	out := make([]provenance.PackageSet, len(sets))
+	for i, s := range sets {
+		out[i] = provenance.PackageSet(s)
+	}
+	return out
+}
+
+func hostCalls(calls []wasmpy.HostCall) []provenance.HostCall {
+	out := make([]provenance.HostCall, len(calls))
+	for i, c := range calls {
+		out[i] = provenance.HostCall(c)
+	}
+	return out
 }

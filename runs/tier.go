@@ -1,7 +1,6 @@
 package runs
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,54 +11,13 @@ import (
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
+// The tier and the limits a caller's run gets, decided here once for every
+// front end: from the Caller (its maximum tier), the tier it asks for, the
+// skill's own, and the operator's ceilings.
+
 // CodeTierForbidden refuses a run in a tier more trusted than its caller
 // may ask for.
 const CodeTierForbidden = "tier_forbidden"
-
-// Caller is who asks for a run, as its front end authenticated it. Every
-// front end (the HTTP service, MCP over HTTP or stdio, the CLI's serve)
-// hands it to the Executor, which resolves tiers and limits from it in
-// one place (ExecTier, SkillTier, ExecLimits): none can grant more than
-// another.
-type Caller struct {
-	// Owner is the caller's identity (a token's): the sessions it opens
-	// are its own, and so are the records of its runs. "" on a service
-	// that asks for no token.
-	Owner string
-	// MaxTier is the most trusted tier the caller may ask for; "" for no
-	// maximum.
-	MaxTier string
-	// Admin callers read every record, not only their own.
-	Admin bool
-	// Scope, when set, narrows the caller's sessions to those opened with
-	// the same scope (an MCP session's: no other MCP session of the same
-	// token can name them); budgets still count them as Owner's.
-	Scope string
-}
-
-type callerKey struct{}
-
-// WithCaller returns ctx carrying c, for a front end to hand the caller it
-// authenticated to another behind it (the HTTP service to MCP at /mcp).
-func WithCaller(ctx context.Context, c Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
-}
-
-// CallerFrom is the Caller WithCaller put in ctx; the zero Caller (no
-// token, no maximum tier) when there is none, as on a service that asks
-// for no token.
-func CallerFrom(ctx context.Context) Caller {
-	c, _ := ctx.Value(callerKey{}).(Caller)
-	return c
-}
-
-// sessionOwner is who a session c opens belongs to.
-func (c Caller) sessionOwner() string {
-	if c.Scope == "" {
-		return c.Owner
-	}
-	return c.Owner + "/" + c.Scope
-}
 
 // Tiers are the trust tiers the executor's runs get.
 func (e *Executor) Tiers() *tiers.Set {
