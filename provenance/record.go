@@ -56,7 +56,7 @@ type Record struct {
 	ActorID     string `json:"actor_id"`
 	ActorType   string `json:"actor_type"`
 	// Caller is who asked for the run, as the service authenticated it
-	// (skills.Caller.Owner: a token's identity, "" without tokens), unlike
+	// (runs.Caller.Owner: a token's identity, "" without tokens), unlike
 	// the actor, which the request names itself. A caller reads its own
 	// records only. Not part of the record's JSON.
 	Caller      string `json:"-"`
