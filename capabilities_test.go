@@ -16,6 +16,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
+	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
@@ -211,7 +212,7 @@ func TestSubmitResult(t *testing.T) {
 // An LLM that does not answer holds the run no longer than its deadline.
 func TestAskLLMStopsAtDeadline(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Reply{Content: "late", Delay: time.Minute})
-	sb := newSandbox(t, wasmpy.Config{LLM: hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "m"}})
+	sb := newSandbox(t, wasmpy.Config{LLM: llm.Config{BaseURL: srv.URL(), Model: "m"}})
 	const limit = 500 * time.Millisecond
 	res := runIn(t, sb, wasmpy.Job{Grants: []wasmpy.Capability{wasmpy.AskLLM}, Limits: wasmpy.Limits{Timeout: limit}, Code: `
 try:
@@ -229,7 +230,7 @@ func TestAskLLM(t *testing.T) {
 	// A 400 is final (a 429 or 5xx would be retried: see hostfuncs).
 	srv := llmtest.New(t, llmtest.Reply{Content: "Paris"}, llmtest.Reply{Status: 400})
 	sb := newSandbox(t, wasmpy.Config{
-		LLM:       hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "test-model", APIKey: "k"},
+		LLM:       llm.Config{BaseURL: srv.URL(), Model: "test-model", APIKey: "k"},
 		LLMBudget: hostfuncs.LLMBudget{MaxCalls: 2},
 		Grants:    []wasmpy.Capability{wasmpy.AskLLM},
 	})
@@ -281,7 +282,7 @@ func TestImportPolicy(t *testing.T) {
 func TestEmbed(t *testing.T) {
 	srv := llmtest.New(t)
 	sb := newSandbox(t, wasmpy.Config{
-		LLM:       hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "embed-model"},
+		LLM:       llm.Config{BaseURL: srv.URL(), Model: "embed-model"},
 		LLMBudget: hostfuncs.LLMBudget{MaxCalls: 2},
 		Grants:    []wasmpy.Capability{wasmpy.Embed, wasmpy.SubmitResult},
 	})

@@ -33,6 +33,7 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/engine"
+	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/packages"
 	"github.com/wasmpy/wasmpy/workspace"
 )
@@ -155,7 +156,7 @@ type Config struct {
 	Workspace workspace.Config
 	// LLM is the endpoint ask_llm calls; with no BaseURL, ask_llm raises
 	// LLMError in the guest.
-	LLM hostfuncs.LLMConfig
+	LLM llm.Config
 	// LLMBudget bounds ask_llm per run.
 	LLMBudget hostfuncs.LLMBudget
 	// HTTP is what http_request may reach, for the runs granted it (and
@@ -224,7 +225,7 @@ type Sandbox struct {
 	dists  []packages.Distribution // of every set: the requirements allowlist
 	interp *assets.Interpreter
 	engine *engine.Engine
-	llm    *hostfuncs.LLM
+	llm    *llm.Client
 	closed atomic.Bool
 	admit  admission
 
@@ -289,7 +290,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		}
 		return nil, err
 	}
-	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: eng, llm: hostfuncs.NewLLM(cfg.LLM),
+	return &Sandbox{cfg: cfg, sets: sets, dists: dists, interp: interp, engine: eng, llm: llm.New(cfg.LLM),
 		admit: newAdmission(cfg.MaxConcurrent), sessions: sessions{limits: cfg.Sessions.Or(DefaultSessionLimits())}}, nil
 }
 
@@ -540,7 +541,7 @@ func (s *Sandbox) capabilities(job Job) (*runCapabilities, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &runCapabilities{table: hostfuncs.Table{}, workspace: ws, result: sink, llm: s.llm.Session(s.cfg.LLMBudget),
+	c := &runCapabilities{table: hostfuncs.Table{}, workspace: ws, result: sink, llm: hostfuncs.NewLLMSession(s.llm, s.cfg.LLMBudget),
 		http: hostfuncs.NewHTTP(policy)}
 	all := hostfuncs.Table{}
 	c.http.Register(all)

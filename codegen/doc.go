@@ -2,8 +2,8 @@
 // in the wasmpy sandbox: a task or a function signature. Package petrinet does
 // the same for Petri nets, checking their Python with ValidateEach.
 //
-// Task and Function ask an LLM (the OpenAI-compatible hostfuncs.LLM, the
-// client ask_llm uses too) for code, take the code out of the reply
+// Task and Function ask an LLM (llm.Client, the OpenAI-compatible client
+// that ask_llm uses too) for code, take the code out of the reply
 // (Extract), check it with Python's own ast module inside the sandbox
 // (Validate: syntax, imports outside an allowlist, forbidden builtins, dunder
 // tricks, a missing submit_result), run it, and on any failure ask again with
@@ -23,8 +23,8 @@
 // like a failed run.
 //
 //	sb, _ := wasmpy.New(ctx, wasmpy.Config{})
-//	llm := hostfuncs.NewLLM(hostfuncs.LLMConfigFromEnv(os.Getenv))
-//	gen, err := codegen.New(sb, llm, codegen.Options{CacheDir: dir})
+//	client := llm.New(llm.ConfigFromEnv(os.Getenv))
+//	gen, err := codegen.New(sb, client, codegen.Options{CacheDir: dir})
 //	rep, err := gen.Task(ctx, "submit the first 10 primes")
 //	fmt.Println(rep.Code, string(rep.Result.Output)) // [2,3,5,...]
 //

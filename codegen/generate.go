@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/clip"
 	"github.com/wasmpy/wasmpy/internal/pyname"
+	"github.com/wasmpy/wasmpy/llm"
 )
 
 // Defaults of Options.
@@ -106,16 +106,16 @@ const (
 // Progress is one step of a generation.
 type Progress struct {
 	Step     string
-	Attempt  int                 // 1-based; the cache's code is attempt 1 when there is some
-	Attempts int                 // the most attempts there can be
-	Retry    *hostfuncs.Retrying // for StepRetrying
+	Attempt  int           // 1-based; the cache's code is attempt 1 when there is some
+	Attempts int           // the most attempts there can be
+	Retry    *llm.Retrying // for StepRetrying
 }
 
 // Generator turns tasks and signatures into validated code that runs in a
 // sandbox. It is safe for concurrent use.
 type Generator struct {
 	sb       *wasmpy.Sandbox
-	llm      *hostfuncs.LLM
+	llm      *llm.Client
 	opts     Options
 	task     *prompts
 	function *prompts
@@ -123,10 +123,10 @@ type Generator struct {
 	cache    *codeCache
 }
 
-// New returns a Generator that asks llm for code and validates and runs it
+// New returns a Generator that asks client for code and validates and runs it
 // in sb. The error is for bad Options.
-func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, error) {
-	if sb == nil || llm == nil {
+func New(sb *wasmpy.Sandbox, client *llm.Client, opts Options) (*Generator, error) {
+	if sb == nil || client == nil {
 		return nil, errors.New("codegen: New needs a sandbox and an LLM client")
 	}
 	if opts.Attempts < 0 {
@@ -149,7 +149,7 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 		opts.Attempts = DefaultAttempts
 	}
 	if opts.Model == "" {
-		opts.Model = llm.Model()
+		opts.Model = client.Model()
 	}
 	if opts.Model == "" {
 		return nil, ErrNoModel
@@ -182,7 +182,7 @@ func New(sb *wasmpy.Sandbox, llm *hostfuncs.LLM, opts Options) (*Generator, erro
 	if !slices.Contains(Strictnesses(), opts.Validation) && opts.Validation != "" {
 		return nil, fmt.Errorf("codegen: Validation: %q is not a strictness (want %s, %s or %s)", opts.Validation, Strict, Standard, Syntax)
 	}
-	g := &Generator{sb: sb, llm: llm, opts: opts}
+	g := &Generator{sb: sb, llm: client, opts: opts}
 	var err error
 	if g.task, err = parsePrompts("task", taskTemplate, opts.TaskTemplate); err != nil {
 		return nil, err
@@ -279,7 +279,7 @@ var ErrGaveUp = errors.New("codegen: no attempt succeeded")
 // must hand its answer back with submit_result: it is in Report.Result.Output.
 //
 // The Report is returned with the error too, when any attempt was made. The
-// error wraps ErrGaveUp when every attempt failed, and *hostfuncs.LLMCallError
+// error wraps ErrGaveUp when every attempt failed, and *llm.Error
 // when the LLM could not be asked.
 func (g *Generator) Task(ctx context.Context, task string) (*Report, error) {
 	task = strings.TrimSpace(task)
@@ -352,9 +352,9 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 		return nil, err
 	}
 	key := cacheKey(s.kind, g.llm.BaseURL(), g.opts.Model, s.prompts.text, system, user)
-	msgs := []hostfuncs.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
+	msgs := []llm.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}
 	rep := &Report{Attempts: []Attempt{}}
-	var history []hostfuncs.Message // the last failed exchange, fed back
+	var history []llm.Message // the last failed exchange, fed back
 
 	// feedback prepares the next request after a failed attempt.
 	feedback := func(a *Attempt, reply string, n int) error {
@@ -364,7 +364,7 @@ func (g *Generator) generate(ctx context.Context, s spec) (*Report, error) {
 		if err != nil {
 			return err
 		}
-		history = []hostfuncs.Message{{Role: "assistant", Content: clip.Head(reply, 64<<10)}, {Role: "user", Content: retry}}
+		history = []llm.Message{{Role: "assistant", Content: clip.Head(reply, 64<<10)}, {Role: "user", Content: retry}}
 		return nil
 	}
 
@@ -534,11 +534,11 @@ func describeFailure(res *wasmpy.Result) string {
 
 // chat asks the LLM, retrying retryable failures with exponential backoff
 // and jitter. It returns how many retries it made.
-func (g *Generator) chat(ctx context.Context, msgs []hostfuncs.Message, attempt, attempts int) (*hostfuncs.ChatResponse, int, error) {
+func (g *Generator) chat(ctx context.Context, msgs []llm.Message, attempt, attempts int) (*llm.ChatResponse, int, error) {
 	g.progress(Progress{Step: StepAsking, Attempt: attempt, Attempts: attempts})
-	req := hostfuncs.ChatRequest{Messages: msgs, Model: g.opts.Model, Temperature: g.opts.Temperature}
-	policy := hostfuncs.RetryPolicy{Retries: g.opts.LLMRetries, Backoff: g.opts.Backoff, MaxBackoff: g.opts.MaxBackoff}
-	resp, retries, err := g.llm.ChatRetry(ctx, req, policy, func(r hostfuncs.Retrying) {
+	req := llm.ChatRequest{Messages: msgs, Model: g.opts.Model, Temperature: g.opts.Temperature}
+	policy := llm.RetryPolicy{Retries: g.opts.LLMRetries, Backoff: g.opts.Backoff, MaxBackoff: g.opts.MaxBackoff}
+	resp, retries, err := g.llm.ChatRetry(ctx, req, policy, func(r llm.Retrying) {
 		g.progress(Progress{Step: StepRetrying, Attempt: attempt, Attempts: attempts, Retry: &r})
 	})
 	switch {

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
+	"github.com/wasmpy/wasmpy/llm"
 )
 
 // py fences code as a model would.
@@ -29,7 +29,7 @@ func newGen(t *testing.T, srv *llmtest.Server, opts Options) *Generator {
 	if opts.Backoff == 0 {
 		opts.Backoff = time.Millisecond
 	}
-	g, err := New(testSandbox(t), hostfuncs.NewLLM(hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "test-model"}), opts)
+	g, err := New(testSandbox(t), llm.New(llm.Config{BaseURL: srv.URL(), Model: "test-model"}), opts)
 	require.NoError(t, err)
 	return g
 }
@@ -144,7 +144,7 @@ func TestLLMErrors(t *testing.T) {
 	t.Run("retries run out", func(t *testing.T) {
 		srv := llmtest.New(t, llmtest.Reply{Status: 500}, llmtest.Reply{Status: 502}, llmtest.Reply{Status: 503})
 		rep, err := newGen(t, srv, Options{LLMRetries: 2}).Task(context.Background(), "x")
-		var ce *hostfuncs.LLMCallError
+		var ce *llm.Error
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, 503, ce.StatusCode)
 		require.ErrorContains(t, err, "codegen: asking the LLM (2 retries)")
@@ -154,7 +154,7 @@ func TestLLMErrors(t *testing.T) {
 	t.Run("not retryable", func(t *testing.T) {
 		srv := llmtest.New(t, llmtest.Reply{Status: 401, Error: "bad key"}, py(goodTask))
 		_, err := newGen(t, srv, Options{}).Task(context.Background(), "x")
-		var ce *hostfuncs.LLMCallError
+		var ce *llm.Error
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, 401, ce.StatusCode)
 		require.False(t, ce.Retryable)
@@ -167,10 +167,10 @@ func TestLLMErrors(t *testing.T) {
 		require.Len(t, srv.Requests(), 1)
 	})
 	t.Run("not configured", func(t *testing.T) {
-		g, err := New(testSandbox(t), hostfuncs.NewLLM(hostfuncs.LLMConfig{}), Options{Model: "m"})
+		g, err := New(testSandbox(t), llm.New(llm.Config{}), Options{Model: "m"})
 		require.NoError(t, err)
 		_, err = g.Task(context.Background(), "x")
-		require.ErrorIs(t, err, hostfuncs.ErrLLMNotConfigured)
+		require.ErrorIs(t, err, llm.ErrNotConfigured)
 	})
 	t.Run("canceled during backoff", func(t *testing.T) {
 		srv := llmtest.New(t, llmtest.Reply{Status: 429}, py(goodTask))
@@ -196,9 +196,9 @@ func TestLLMErrors(t *testing.T) {
 		require.Len(t, srv.Requests(), 1)
 	})
 	t.Run("no model", func(t *testing.T) {
-		_, err := New(testSandbox(t), hostfuncs.NewLLM(hostfuncs.LLMConfig{BaseURL: "http://x/v1"}), Options{})
+		_, err := New(testSandbox(t), llm.New(llm.Config{BaseURL: "http://x/v1"}), Options{})
 		require.ErrorIs(t, err, ErrNoModel)
-		g, err := New(testSandbox(t), hostfuncs.NewLLM(hostfuncs.LLMConfig{BaseURL: "http://x/v1", Model: "m"}), Options{})
+		g, err := New(testSandbox(t), llm.New(llm.Config{BaseURL: "http://x/v1", Model: "m"}), Options{})
 		require.NoError(t, err, "the client's model will do")
 		require.Equal(t, "m", g.opts.Model)
 	})
@@ -365,7 +365,7 @@ func TestFunctionBadSignature(t *testing.T) {
 }
 
 func TestNewOptions(t *testing.T) {
-	llm := hostfuncs.NewLLM(hostfuncs.LLMConfig{})
+	client := llm.New(llm.Config{})
 	sb := testSandbox(t)
 	for name, opts := range map[string]Options{
 		"negative attempts": {Attempts: -1},
@@ -373,11 +373,11 @@ func TestNewOptions(t *testing.T) {
 		"negative backoff":  {Backoff: -time.Second},
 		"bad template":      {TaskTemplate: "{{define \"system\"}}{{end"},
 	} {
-		_, err := New(sb, llm, opts)
+		_, err := New(sb, client, opts)
 		require.Error(t, err, name)
 		require.True(t, strings.HasPrefix(err.Error(), "codegen: "), err.Error())
 	}
-	_, err := New(nil, llm, Options{})
+	_, err := New(nil, client, Options{})
 	require.Error(t, err)
 	require.False(t, errors.Is(err, ErrGaveUp))
 }

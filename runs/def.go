@@ -9,7 +9,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/codegen"
-	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/skills"
 	"github.com/wasmpy/wasmpy/tiers"
@@ -42,7 +42,7 @@ type DefRequest struct {
 // asked of the LLM), its failure, and its provenance record.
 type DefExecution struct {
 	Report *codegen.FunctionReport
-	Err    error // the generation's: wraps codegen.ErrGaveUp, an *hostfuncs.LLMCallError...
+	Err    error // the generation's: wraps codegen.ErrGaveUp, an *llm.Error...
 	Record *provenance.Record
 }
 
@@ -110,7 +110,7 @@ func (e *Executor) Def(ctx context.Context, req DefRequest) (*DefExecution, erro
 		}
 		begun = true
 	}
-	g, err := codegen.New(e.sb, hostfuncs.NewLLM(e.cfg.Sandbox.LLM), codegen.Options{Model: req.Model, Attempts: req.Attempts,
+	g, err := codegen.New(e.sb, llm.New(e.cfg.Sandbox.LLM), codegen.Options{Model: req.Model, Attempts: req.Attempts,
 		AllowImports: tier.AllowImports, Validation: tier.Validation, Policy: policy.Apply, Limits: limits,
 		Tests: req.Tests, MinQuality: req.MinQuality, Style: req.Style, CacheDir: e.cfg.CodeCache,
 		Progress: func(codegen.Progress) { begin() }})
@@ -150,7 +150,7 @@ func trimCodegen(err error) string {
 // (invalid, exception, timeout, tests_failed...), llm when the LLM could
 // not be asked, wasmpy when wasmpy itself failed.
 func CodegenFailure(err error, rep *codegen.Report) string {
-	var ce *hostfuncs.LLMCallError
+	var ce *llm.Error
 	switch {
 	case errors.Is(err, codegen.ErrGaveUp) && rep != nil && len(rep.Attempts) > 0:
 		return rep.Attempts[len(rep.Attempts)-1].Outcome
@@ -190,7 +190,7 @@ func CompleteCodegenRecord(ctx context.Context, rec *provenance.Record, rep *cod
 		if rec.Outcome == "wasmpy" {
 			rec.Outcome = provenance.OutcomeInternal
 		}
-		var ce *hostfuncs.LLMCallError
+		var ce *llm.Error
 		if rec.Error = rec.Outcome; errors.As(err, &ce) {
 			rec.Error = "LLMCallError"
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
+	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/skills"
@@ -540,7 +541,7 @@ func TestGrantsPerSkill(t *testing.T) {
 func TestEmbedText(t *testing.T) {
 	srv := llmtest.New(t)
 	ex, err := runs.NewExecutor(context.Background(), runs.ExecutorConfig{Sandbox: wasmpy.Config{
-		Interpreter: os.Getenv("WASMPY_INTERPRETER"), LLM: hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "m"},
+		Interpreter: os.Getenv("WASMPY_INTERPRETER"), LLM: llm.Config{BaseURL: srv.URL(), Model: "m"},
 		LLMBudget: hostfuncs.LLMBudget{MaxTokens: 5}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { ex.Close(context.Background()) })

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
+	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/service"
 )
@@ -21,7 +21,7 @@ func TestDef(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Reply{Content: "```python\ndef mul(a: int, b: int) -> int:\n    return a * b\n```"})
 	_, reg, st := fixtures(t)
 	ex, err := runs.NewExecutor(context.Background(), runs.ExecutorConfig{Store: st, Sandbox: wasmpy.Config{
-		Interpreter: os.Getenv("WASMPY_INTERPRETER"), LLM: hostfuncs.LLMConfig{BaseURL: srv.URL(), Model: "m"}}})
+		Interpreter: os.Getenv("WASMPY_INTERPRETER"), LLM: llm.Config{BaseURL: srv.URL(), Model: "m"}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { ex.Close(context.Background()) })
 	s := startServer(t, func(c *service.Config) { c.Executor, c.Registry, c.EnableExec = ex, reg, true })

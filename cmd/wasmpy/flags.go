@@ -17,6 +17,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/units"
+	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
@@ -55,7 +56,7 @@ func capabilityFlags() []cli.Flag {
 			Usage: "OpenAI-compatible API for ask_llm, e.g. http://127.0.0.1:11434/v1"},
 		&cli.StringFlag{Name: "llm-model", EnvVars: []string{"WASMPY_LLM_MODEL", "OPENAI_MODEL"}, Usage: "model ask_llm, gen and def use"},
 		&cli.StringFlag{Name: "llm-api-key", EnvVars: []string{"WASMPY_LLM_API_KEY", "OPENAI_API_KEY"}, Usage: "API key for the LLM"},
-		&cli.StringFlag{Name: "llm-timeout", Value: hostfuncs.DefaultLLMTimeout.String(), Usage: "limit of one LLM request (at most --timeout, where there is one)"},
+		&cli.StringFlag{Name: "llm-timeout", Value: llm.DefaultTimeout.String(), Usage: "limit of one LLM request (at most --timeout, where there is one)"},
 		&cli.IntFlag{Name: "llm-max-calls", Usage: "ask_llm calls per run (0 = default 20)"},
 		&cli.IntFlag{Name: "llm-max-tokens", Usage: "LLM tokens per run (0 = default 100000)"},
 	}
@@ -76,7 +77,7 @@ func sandboxConfig(c *cli.Context) (wasmpy.Config, error) {
 	}
 	cfg.Packages = c.StringSlice("packages")
 	cfg.Preload = commaList(c.String("preload"))
-	cfg.LLM = hostfuncs.LLMConfig{BaseURL: c.String("llm-base-url"), Model: c.String("llm-model"), APIKey: c.String("llm-api-key")}
+	cfg.LLM = llm.Config{BaseURL: c.String("llm-base-url"), Model: c.String("llm-model"), APIKey: c.String("llm-api-key")}
 	var err error
 	if cfg.LLM.Timeout, err = llmTimeout(c); err != nil {
 		return cfg, err

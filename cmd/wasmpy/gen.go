@@ -15,7 +15,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/codegen"
-	"github.com/wasmpy/wasmpy/hostfuncs"
+	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/runs"
 	"github.com/wasmpy/wasmpy/tiers"
@@ -292,7 +292,7 @@ func newGenerator(c *cli.Context, kind string) (*codegen.Generator, *wasmpy.Sand
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	g, err := codegen.New(sb, hostfuncs.NewLLM(cfg.LLM), opts)
+	g, err := codegen.New(sb, llm.New(cfg.LLM), opts)
 	if err != nil {
 		sb.Close(c.Context)
 		if errors.Is(err, codegen.ErrNoModel) {
@@ -376,7 +376,7 @@ func codegenErr(c *cli.Context, err error) error {
 	name := c.Command.Name
 	msg := strings.TrimPrefix(oneLineText(err.Error()), "codegen: ")
 	switch {
-	case errors.Is(err, hostfuncs.ErrLLMNotConfigured):
+	case errors.Is(err, llm.ErrNotConfigured):
 		return usageErr("%s: no LLM configured: set --llm-base-url or WASMPY_LLM_BASE_URL", name)
 	case errors.Is(err, codegen.ErrBadSignature), errors.Is(err, codegen.ErrBadArguments):
 		return usageErr("%s: %s", name, msg)

@@ -17,6 +17,7 @@ import (
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/resident"
+	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/workspace"
 )
 
@@ -80,7 +81,7 @@ func toWire(cfg wasmpy.Config) wireConfig {
 func (w wireConfig) config() wasmpy.Config {
 	cfg := wasmpy.Config{Interpreter: w.Interpreter, Engine: w.Engine, CacheDir: w.CacheDir, AllowImports: w.AllowImports,
 		Workspace: w.Workspace, LLMBudget: w.LLMBudget, Packages: w.Packages, Preload: w.Preload}
-	cfg.LLM = hostfuncs.LLMConfig{BaseURL: w.LLM.BaseURL, Model: w.LLM.Model, APIKey: w.LLM.APIKey, Timeout: w.LLM.Timeout}
+	cfg.LLM = llm.Config{BaseURL: w.LLM.BaseURL, Model: w.LLM.Model, APIKey: w.LLM.APIKey, Timeout: w.LLM.Timeout}
 	return cfg
 }
 

@@ -2,7 +2,7 @@
 // tests. It replays scripted replies in order and records what it received.
 //
 //	srv := llmtest.New(t, llmtest.Reply{Status: 429}, llmtest.Reply{Content: "hi"})
-//	llm := hostfuncs.NewLLM(hostfuncs.LLMConfig{BaseURL: srv.URL()})
+//	llm := llm.New(llm.Config{BaseURL: srv.URL()})
 //	... // first call fails (retryable), second returns "hi"
 //	require.Equal(t, "hello", srv.Requests()[1].Chat.Messages[0].Content)
 //

@@ -1,4 +1,4 @@
-package hostfuncs
+package llm
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 )
 
 // RetryPolicy says how often and how patiently a failed chat request that
-// may pass next time (LLMCallError.Retryable) is sent again.
+// may pass next time (Error.Retryable) is sent again.
 type RetryPolicy struct {
 	Retries    int           // retries after the first request (0 = none)
 	Backoff    time.Duration // the delay before the first retry, doubled for each next one
-	MaxBackoff time.Duration // the cap on one delay (0 = DefaultLLMMaxBackoff)
+	MaxBackoff time.Duration // the cap on one delay (0 = DefaultMaxBackoff)
 }
 
 // Retrying describes a retry about to happen, for a progress line:
@@ -21,7 +21,7 @@ type RetryPolicy struct {
 type Retrying struct {
 	Retry, Retries int           // 1-based: this is retry Retry of at most Retries
 	Delay          time.Duration // the wait before it
-	Err            *LLMCallError // the failure that caused it
+	Err            *Error        // the failure that caused it
 }
 
 // Cause is the failure in a few words: "503", "timed out", "connection refused".
@@ -37,7 +37,7 @@ func (r Retrying) Cause() string {
 // not made: the failure is returned at once rather than after a wait that
 // cannot help. notify, if not nil, hears of each retry before its delay.
 // It returns how many retries were made.
-func (c *LLM) ChatRetry(ctx context.Context, req ChatRequest, p RetryPolicy, notify func(Retrying)) (*ChatResponse, int, error) {
+func (c *Client) ChatRetry(ctx context.Context, req ChatRequest, p RetryPolicy, notify func(Retrying)) (*ChatResponse, int, error) {
 	for retry := 0; ; retry++ {
 		resp, err := c.Chat(ctx, req)
 		if err == nil {
@@ -48,26 +48,34 @@ func (c *LLM) ChatRetry(ctx context.Context, req ChatRequest, p RetryPolicy, not
 			return nil, retry, err
 		}
 		if notify != nil {
-			var ce *LLMCallError
+			var ce *Error
 			errors.As(err, &ce)
 			notify(Retrying{Retry: retry + 1, Retries: p.Retries, Delay: delay, Err: ce})
 		}
 		if err := sleep(ctx, delay); err != nil {
-			return nil, retry, &LLMCallError{Message: "LLM request canceled", Err: err}
+			return nil, retry, &Error{Message: "LLM request canceled", Err: err}
 		}
 	}
+}
+
+// Wait decides whether failure err of request n (0-based) is retried, as
+// ChatRetry would, and if so waits the delay. It reports false, at once,
+// when the request is not to be retried or ctx ended during the wait.
+func (p RetryPolicy) Wait(ctx context.Context, n int, err error) bool {
+	delay, ok := nextRetry(ctx, p, n, err)
+	return ok && sleep(ctx, delay) == nil
 }
 
 // nextRetry decides whether failure err of request n (0-based) is retried,
 // and after what delay.
 func nextRetry(ctx context.Context, p RetryPolicy, n int, err error) (time.Duration, bool) {
-	var ce *LLMCallError
+	var ce *Error
 	if !errors.As(err, &ce) || !ce.Retryable || n >= p.Retries || ctx.Err() != nil {
 		return 0, false
 	}
 	ceil := p.MaxBackoff
 	if ceil <= 0 {
-		ceil = DefaultLLMMaxBackoff
+		ceil = DefaultMaxBackoff
 	}
 	delay := Backoff(p.Backoff, ceil, n)
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= delay {

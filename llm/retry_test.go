@@ -1,4 +1,4 @@
-package hostfuncs
+package llm
 
 import (
 	"testing"
