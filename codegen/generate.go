@@ -12,6 +12,7 @@ import (
 	"github.com/wasmpy/wasmpy/internal/clip"
 	"github.com/wasmpy/wasmpy/internal/pyname"
 	"github.com/wasmpy/wasmpy/llm"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 // Defaults of Options.
@@ -40,9 +41,9 @@ type Options struct {
 	// ForbiddenNames are builtins generated code may not use (nil =
 	// DefaultForbiddenNames()).
 	ForbiddenNames []string
-	// Validation is how strict validation is ("" = Strict): a trust
+	// Validation is how strict validation is ("" = tiers.Strict): a trust
 	// tier's choice.
-	Validation Strictness
+	Validation tiers.Strictness
 	// Policy, when set, shapes every run of generated code and its tests
 	// (a trust tier's Apply: narrower limits, grants and imports). The
 	// prompts name the capabilities it leaves granted, and only those.
@@ -179,8 +180,8 @@ func New(sb *wasmpy.Sandbox, client *llm.Client, opts Options) (*Generator, erro
 		opts.ForbiddenNames = DefaultForbiddenNames()
 	}
 	opts.ForbiddenNames = slices.Clone(opts.ForbiddenNames)
-	if !slices.Contains(Strictnesses(), opts.Validation) && opts.Validation != "" {
-		return nil, fmt.Errorf("codegen: Validation: %q is not a strictness (want %s, %s or %s)", opts.Validation, Strict, Standard, Syntax)
+	if !slices.Contains(tiers.Strictnesses(), opts.Validation) && opts.Validation != "" {
+		return nil, fmt.Errorf("codegen: Validation: %q is not a strictness (want %s, %s or %s)", opts.Validation, tiers.Strict, tiers.Standard, tiers.Syntax)
 	}
 	g := &Generator{sb: sb, llm: client, opts: opts}
 	var err error
@@ -312,9 +313,9 @@ func (g *Generator) policy(job wasmpy.Job) wasmpy.Job {
 
 func (g *Generator) rules() Rules {
 	switch g.opts.Validation {
-	case Standard:
+	case tiers.Standard:
 		return Rules{ForbiddenNames: g.opts.ForbiddenNames}
-	case Syntax:
+	case tiers.Syntax:
 		return Rules{}
 	}
 	return Rules{AllowImports: g.opts.AllowImports, ForbiddenNames: g.opts.ForbiddenNames, ForbidDunder: true}

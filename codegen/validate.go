@@ -12,21 +12,16 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/internal/clip"
+	"github.com/wasmpy/wasmpy/tiers"
 )
 
 //go:embed validator.py
 var validatorSource string
 
 // DefaultAllowImports are the modules generated code may import unless
-// Options.AllowImports says otherwise: the pure-compute standard library.
-func DefaultAllowImports() []string {
-	return []string{
-		"math", "cmath", "json", "re", "collections", "itertools", "functools", "operator",
-		"datetime", "decimal", "fractions", "statistics", "string", "random", "hashlib",
-		"heapq", "bisect", "textwrap", "unicodedata", "dataclasses", "enum", "typing",
-		"copy", "pprint", "base64", "binascii", "difflib", "csv",
-	}
-}
+// Options.AllowImports says otherwise: the pure-compute standard library
+// (tiers.PureComputeImports).
+func DefaultAllowImports() []string { return tiers.PureComputeImports() }
 
 // DefaultForbiddenNames are the builtins generated code may not use unless
 // Options.ForbiddenNames says otherwise.
@@ -41,26 +36,6 @@ func DefaultForbiddenNames() []string {
 func HelperImports() []string {
 	return []string{"ast", "doctest", "inspect", "io", "json", "sys", "traceback", "unittest"}
 }
-
-// Strictness is how much validation asks of generated code beyond its
-// syntax and its shape (a submit_result call, the def asked for). A trust
-// tier chooses one.
-type Strictness string
-
-// The strictnesses, strictest first.
-const (
-	// Strict checks imports against Options.AllowImports, refuses
-	// Options.ForbiddenNames and the dunder tricks (Rules.ForbidDunder).
-	Strict Strictness = "strict"
-	// Standard refuses Options.ForbiddenNames only: any import, dunders
-	// allowed.
-	Standard Strictness = "standard"
-	// Syntax checks the syntax and the shape only.
-	Syntax Strictness = "syntax"
-)
-
-// Strictnesses lists them, strictest first.
-func Strictnesses() []Strictness { return []Strictness{Strict, Standard, Syntax} }
 
 // Rules are the checks Validate applies. The zero value checks syntax only.
 type Rules struct {

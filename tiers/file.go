@@ -13,7 +13,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/codegen"
 	"github.com/wasmpy/wasmpy/internal/units"
 )
 
@@ -286,9 +285,9 @@ func (p *parser) tier(n *yaml.Node, path string, builtin, earlier *Set) *Tier {
 		}
 	}
 	if v := f["validation"]; v != nil {
-		s := codegen.Strictness(p.str(v, join(path, "validation")))
-		if !slices.Contains(codegen.Strictnesses(), s) {
-			p.fail(v, join(path, "validation"), "%q: want %s, %s or %s", s, codegen.Strict, codegen.Standard, codegen.Syntax)
+		s := Strictness(p.str(v, join(path, "validation")))
+		if !slices.Contains(Strictnesses(), s) {
+			p.fail(v, join(path, "validation"), "%q: want %s, %s or %s", s, Strict, Standard, Syntax)
 		}
 		t.Validation = s
 	}

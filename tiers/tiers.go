@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/codegen"
 )
 
 // The built-in tiers, least trusted first.
@@ -47,13 +46,13 @@ type Tier struct {
 	// nil means any.
 	AllowImports []string `json:"allow_imports"`
 	// Validation is how strictly generated code is checked before it runs.
-	Validation codegen.Strictness `json:"validation"`
+	Validation Strictness `json:"validation"`
 }
 
 // SandboxImports are the modules code in the sandbox tier may import: the
 // pure-compute standard library.
 func SandboxImports() []string {
-	return slices.Concat(codegen.DefaultAllowImports(), []string{
+	return slices.Concat(PureComputeImports(), []string{
 		"abc", "array", "contextlib", "io", "numbers", "struct", "sys", "time", "types", "uuid", "zlib",
 	})
 }
@@ -65,16 +64,16 @@ func Defaults() *Set {
 		{Name: Sandbox, Description: "untrusted and generated code: pure compute, metered, the pure-compute standard library",
 			Limits:       wasmpy.Limits{Timeout: 10 * time.Second, Memory: 64 * mib, Output: 1 * mib, Fuel: 1_000_000_000},
 			Capabilities: []wasmpy.Capability{wasmpy.SubmitResult},
-			AllowImports: SandboxImports(), Validation: codegen.Strict},
+			AllowImports: SandboxImports(), Validation: Strict},
 		{Name: Testing, Description: "code under test: the workspace (an overlay) too, any module, no external calls",
 			Limits: wasmpy.Limits{Timeout: 20 * time.Second, Memory: wasmpy.DefaultLimits().Memory},
 			Capabilities: []wasmpy.Capability{wasmpy.SubmitResult, wasmpy.ReadFile, wasmpy.WriteFile,
 				wasmpy.ListFiles, wasmpy.SearchFiles},
-			Validation: codegen.Standard},
+			Validation: Standard},
 		{Name: Trusted, Description: "code its runner vouches for: every built-in, wasmpy's default limits, unmetered",
 			// Output 0: wasmpy's default, none for a stream (exec's output), else 4 MiB.
 			Limits:       wasmpy.Limits{Timeout: wasmpy.DefaultLimits().Timeout, Memory: wasmpy.DefaultLimits().Memory},
-			Capabilities: wasmpy.Builtins(), Validation: codegen.Syntax},
+			Capabilities: wasmpy.Builtins(), Validation: Syntax},
 	}}
 }
 

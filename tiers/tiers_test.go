@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/codegen"
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
@@ -167,7 +166,7 @@ tiers:
 	require.Equal(t, time.Minute, ci.Limits.Timeout)
 	require.Equal(t, testing_.Limits.Memory, ci.Limits.Memory, "the rest is testing's")
 	require.Equal(t, testing_.Capabilities, ci.Capabilities)
-	require.Equal(t, codegen.Standard, ci.Validation)
+	require.Equal(t, tiers.Standard, ci.Validation)
 	require.Nil(t, ci.AllowImports)
 	llm := lookup(t, set, "ci-llm")
 	require.Equal(t, []wasmpy.Capability{wasmpy.SubmitResult, wasmpy.AskLLM}, llm.Capabilities)
