@@ -1,5 +1,10 @@
-// Package assets finds the CPython interpreter a sandbox runs and checks it
-// is the expected one before anything executes it.
+// Package assets is the interpreter locator: it finds the CPython
+// interpreter a sandbox runs and checks it is the expected one before
+// anything executes it. Around that it keeps the interpreters' cache: the
+// lock they are checked against, installing them from release archives
+// (Install), packing those archives (WriteRelease), and the directories a
+// build made here lands in (assets/build builds them). It runs nothing: the
+// engine (internal/engine) compiles and runs what Load returns.
 //
 // Three builds are known: "wasmpy", our own CPython 3.13 reactor built by
 // build/build.sh from Debian sources (snapshot starts, native host calls),
