@@ -36,7 +36,7 @@ except AttributeError as e:
 // In the interpreter without numpy, a ModuleNotFoundError for numpy or
 // pandas says where they are; for anything else, it says what python3 says.
 func TestMissingNumpyHint(t *testing.T) {
-	if testSandbox(t).Interpreter().Kind != "wasmpy" {
+	if testSandbox(t).Interpreter().Kind != "core" {
 		needs.Skipf(t, "the default build (make interpreter): the npm interpreter runs here")
 	}
 	for _, mod := range []string{"numpy", "pandas", "numpy.linalg"} {

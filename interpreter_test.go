@@ -11,11 +11,11 @@ import (
 	"github.com/wasmpy/wasmpy"
 )
 
-// The wasmpy build is what the rest of the suite runs on.
-func TestWasmpyInterpreter(t *testing.T) {
-	sb := newSandbox(t, wasmpy.Config{Interpreter: "wasmpy"})
+// The core build is what the rest of the suite runs on.
+func TestCoreInterpreter(t *testing.T) {
+	sb := newSandbox(t, wasmpy.Config{Interpreter: "core"})
 	info := sb.Interpreter()
-	require.Equal(t, "wasmpy", info.Kind)
+	require.Equal(t, "core", info.Kind)
 	require.True(t, strings.HasPrefix(info.Version, "3.13."), info.Version)
 	require.Len(t, info.SHA256, 64)
 
@@ -36,6 +36,15 @@ submit_result("via the native module")
 	require.Equal(t, "submit_result", res.HostCalls[0].Name)
 }
 
+// "wasmpy", the core build's former name, still selects it: a Config, a
+// flag or an environment that says so keeps working, and reports "core".
+func TestInterpreterFormerName(t *testing.T) {
+	old := newSandbox(t, wasmpy.Config{Interpreter: "wasmpy"})
+	core := newSandbox(t, wasmpy.Config{Interpreter: "core"})
+	require.Equal(t, core.Interpreter(), old.Interpreter())
+	require.Equal(t, "core", old.Interpreter().Kind)
+}
+
 // The npm build stays selectable: the same code and limits, no capabilities.
 func TestNPMInterpreter(t *testing.T) {
 	sb := newSandbox(t, wasmpy.Config{Interpreter: "npm"})
@@ -52,7 +61,7 @@ func TestNPMInterpreter(t *testing.T) {
 
 	res = runIn(t, sb, wasmpy.Job{Code: "submit_result(1)", Grants: []wasmpy.Capability{wasmpy.SubmitResult}})
 	require.Equal(t, "wasmpy.HostError", res.Error.Type)
-	require.Contains(t, res.Error.Message, "need the wasmpy interpreter build")
+	require.Contains(t, res.Error.Message, "need the core interpreter build")
 
 	start := time.Now()
 	res = runIn(t, sb, wasmpy.Job{Code: "import time\ntime.sleep(60)", Limits: wasmpy.Limits{Timeout: 300 * time.Millisecond}})
@@ -70,7 +79,7 @@ func TestNPMInterpreter(t *testing.T) {
 // deterministic budget several times what the fix needs and a fraction of
 // what the old code used, so a regression fails whatever the machine's speed.
 func TestCPythonPatches(t *testing.T) {
-	sb := newSandbox(t, wasmpy.Config{Interpreter: "wasmpy"})
+	sb := newSandbox(t, wasmpy.Config{Interpreter: "core"})
 	cases := []struct {
 		name string
 		code string

@@ -30,7 +30,7 @@ func numpySandbox(t *testing.T) *wasmpy.Sandbox {
 	numpyOnce.Do(func() {
 		numpySB, numpyErr = wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "sci"})
 	})
-	if numpyErr != nil && testSandbox(t).Interpreter().Kind != "wasmpy" {
+	if numpyErr != nil && testSandbox(t).Interpreter().Kind != "core" {
 		t.Skipf("no sci interpreter on a host that cannot build: %v", numpyErr)
 	}
 	require.NoError(t, numpyErr, "run `make` to build the sci interpreter")

@@ -24,7 +24,7 @@ for src in ("(" * 150 + "1" + ")" * 150, "(" * 200 + "1" + ")" * 200, "(" * 201 
         print(type(e).__name__, e.msg if isinstance(e, SyntaxError) else e)
 `})
 	require.Nil(t, res.Error, res.Stderr)
-	if testSandbox(t).Interpreter().Kind != "wasmpy" && strings.HasPrefix(res.Stdout, "MemoryError") { // 150 levels
+	if testSandbox(t).Interpreter().Kind != "core" && strings.HasPrefix(res.Stdout, "MemoryError") { // 150 levels
 		t.Skip("the npm interpreter is built without assets/build/patches (upstream's WASI limit, 4000 levels)")
 	}
 	require.Equal(t, "ok\nok\nSyntaxError too many nested parentheses\nok\n"+

@@ -192,7 +192,7 @@ type sessions struct {
 
 // NewSession opens a session whose first turn starts from a fresh
 // interpreter. It fails with ErrTooManySessions when SessionLimits.Max are
-// open, and for an interpreter other than the wasmpy build.
+// open, and for an interpreter other than the core build.
 func (s *Sandbox) NewSession(ctx context.Context) (*Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -200,8 +200,8 @@ func (s *Sandbox) NewSession(ctx context.Context) (*Session, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if s.interp.Kind != "wasmpy" {
-		return nil, errors.New("wasmpy: sessions need the wasmpy interpreter build")
+	if s.interp.Kind != "core" {
+		return nil, errors.New("wasmpy: sessions need the core interpreter build")
 	}
 	if s.engine.Name() != engine.Wazero {
 		return nil, ErrSessionEngine

@@ -20,8 +20,8 @@ import (
 // overlay checks: it must refuse with an error or restore, never panic.
 func FuzzRestoreSession(f *testing.F) {
 	sb := testSandbox(f)
-	if sb.Interpreter().Kind != "wasmpy" {
-		f.Skip("sessions need the wasmpy interpreter build")
+	if sb.Interpreter().Kind != "core" {
+		f.Skip("sessions need the core interpreter build")
 	}
 	sess, err := sb.NewSession(context.Background())
 	if sb.Interpreter().Engine != "wazero" {

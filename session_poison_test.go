@@ -100,8 +100,8 @@ func TestSessionLeftoversRunUnderTheNextTurnsLimits(t *testing.T) {
 // a PreloadError naming what happened (issue 25, item 8).
 func TestImageMakingIsBounded(t *testing.T) {
 	sb := testSandbox(t)
-	if sb.Interpreter().Kind != "wasmpy" {
-		t.Skip("only the wasmpy build makes a snapshot image")
+	if sb.Interpreter().Kind != "core" {
+		t.Skip("only the core build makes a snapshot image")
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")

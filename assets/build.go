@@ -19,14 +19,16 @@ import (
 //go:embed build/interpreter.lock
 var lock []byte
 
-// WasmpyDir is where the wasmpy build for the committed lock file lives. Its
+// CoreDir is where the core build for the committed lock file lives. Its
 // name hashes the lock without the other variants' inputs and outputs, so
 // pinning or rebuilding sci leaves the default's cache entry where it is.
-func WasmpyDir(cache string) string {
+// (The directory keeps the build's former name, wasmpy-, so that caches and
+// release archives made before the rename still match.)
+func CoreDir(cache string) string {
 	return filepath.Join(cache, "interpreters", "wasmpy-"+lockKey(defaultLock(lock)))
 }
 
-// SciDir is where the sci build (the wasmpy build with numpy) for the
+// SciDir is where the sci build (the core build with numpy) for the
 // committed lock file lives; the whole lock names it, since sci is built on
 // every default input.
 func SciDir(cache string) string {
@@ -70,7 +72,7 @@ type manifest struct {
 	Packages      []Package         `json:"packages"`
 }
 
-// loadBuild loads a wasmpy build directory, checking each output against
+// loadBuild loads a build directory, checking each output against
 // the manifest written when it was built (see verify for stamps).
 func loadBuild(dir, stamps string) (*Interpreter, error) {
 	b, err := hostfile.ReadFile(filepath.Join(dir, "manifest.json"), 1<<20)
@@ -93,7 +95,7 @@ func loadBuild(dir, stamps string) (*Interpreter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Interpreter{Kind: Wasmpy, Version: m.PythonVersion, Wasm: wasm,
+	return &Interpreter{Kind: Core, Version: m.PythonVersion, Wasm: wasm,
 		SHA256: m.Outputs["python.wasm"], Stdlib: stdlib, StdlibSHA256: m.Outputs["python313.zip"],
 		Preload: m.Preload, Packages: m.Packages}, nil
 }

@@ -91,12 +91,12 @@ func Install(ctx context.Context, opts InstallOptions) ([]Installed, error) {
 			return nil, err
 		}
 	}
-	want := opts.Variants
+	want := slices.Clone(opts.Variants)
 	if want == nil {
-		want = variants
+		want = slices.Clone(variants)
 	}
-	for _, v := range want {
-		if !slices.Contains(variants, v) {
+	for i, v := range want {
+		if want[i] = Canonical(v); !slices.Contains(variants, want[i]) {
 			return nil, fmt.Errorf("wasmpy: setup: unknown interpreter %q (a release has %s)", v, strings.Join(variants, ", "))
 		}
 	}
@@ -406,8 +406,8 @@ func checkManifest(path, where, variant string, p lockPins, sizes map[string]int
 	if err := json.Unmarshal(b, &m); err != nil {
 		return bad("does not parse: %v", err)
 	}
-	wantVariant := variant
-	if variant == Wasmpy {
+	wantVariant := Canonical(variant)
+	if wantVariant == Core {
 		wantVariant = "default"
 	}
 	switch {
@@ -434,7 +434,7 @@ func checkManifest(path, where, variant string, p lockPins, sizes map[string]int
 
 // Verification is what VerifyInstalled found of one interpreter.
 type Verification struct {
-	Interpreter string // "wasmpy", "sci", "npm"
+	Interpreter string // "core", "sci", "npm"
 	Dir         string // where it is (or would be) installed
 	Installed   bool
 	SHA256      string // python.wasm's, the lock's

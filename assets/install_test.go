@@ -28,13 +28,13 @@ func withLock(t *testing.T) string {
 	saved := lock
 	t.Cleanup(func() { lock = saved })
 	out := map[string][2][]byte{
-		Wasmpy: {[]byte("\x00asm\x01\x00\x00\x00 default"), []byte("PK default stdlib")},
-		Sci:    {[]byte("\x00asm\x01\x00\x00\x00 sci"), []byte("PK sci stdlib")},
+		Core: {[]byte("\x00asm\x01\x00\x00\x00 default"), []byte("PK default stdlib")},
+		Sci:  {[]byte("\x00asm\x01\x00\x00\x00 sci"), []byte("PK sci stdlib")},
 	}
 	l := map[string]any{
 		"python_version": "3.13.5",
 		"inputs":         map[string]any{"cpython": map[string]any{"sha256": "x"}},
-		"outputs":        map[string]string{"python.wasm": sum(out[Wasmpy][0]), "python313.zip": sum(out[Wasmpy][1])},
+		"outputs":        map[string]string{"python.wasm": sum(out[Core][0]), "python313.zip": sum(out[Core][1])},
 		"variants": map[string]any{"sci": map[string]any{"outputs": map[string]string{
 			"python.wasm": sum(out[Sci][0]), "python313.zip": sum(out[Sci][1])}}},
 	}
@@ -54,7 +54,7 @@ func writeBuild(t *testing.T, dir, variant string, wasm, zip []byte) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "python.wasm"), wasm, 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "python313.zip"), zip, 0o644))
 	name := variant
-	if variant == Wasmpy {
+	if variant == Core {
 		name = "default"
 	}
 	m := map[string]any{"python_version": "3.13.5", "variant": name,
@@ -202,7 +202,7 @@ func TestInstallFromDirectoryAndURL(t *testing.T) {
 			fi, err := os.Stat(filepath.Join(dist, last.Archive))
 			require.NoError(t, err)
 			require.Equal(t, fi.Size(), last.Done)
-			require.ElementsMatch(t, []string{filepath.Base(WasmpyDir(cache)), filepath.Base(SciDir(cache))}, installed(t, cache),
+			require.ElementsMatch(t, []string{filepath.Base(CoreDir(cache)), filepath.Base(SciDir(cache))}, installed(t, cache),
 				"no staging dir is left behind")
 
 			// Installed as the lock pins it: nothing is fetched again.
@@ -276,9 +276,9 @@ func TestInstallRefusesBadArchives(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dist := t.TempDir()
-			b, err := os.ReadFile(filepath.Join(good, ArchiveName(Wasmpy)))
+			b, err := os.ReadFile(filepath.Join(good, ArchiveName(Core)))
 			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(dist, ArchiveName(Wasmpy)), b, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dist, ArchiveName(Core)), b, 0o644))
 			tc.write(filepath.Join(dist, ArchiveName(Sci)))
 			into := t.TempDir()
 			_, err = Install(context.Background(), InstallOptions{Source: dist, CacheDir: into})
@@ -335,7 +335,7 @@ func TestInstallTruncatedDownloadLeavesCache(t *testing.T) {
 
 	// A 404 names the URL.
 	_, err = Install(context.Background(), InstallOptions{Source: srv.URL + "/nothing-here", CacheDir: t.TempDir()})
-	require.ErrorContains(t, err, srv.URL+"/nothing-here/"+ArchiveName(Wasmpy)+": 404")
+	require.ErrorContains(t, err, srv.URL+"/nothing-here/"+ArchiveName(Core)+": 404")
 	_, err = Install(context.Background(), InstallOptions{Source: "ftp://example/x", CacheDir: t.TempDir()})
 	require.ErrorContains(t, err, "only http, https or a local directory")
 	_, err = Install(context.Background(), InstallOptions{Source: dist, CacheDir: t.TempDir(), Variants: []string{"npm"}})

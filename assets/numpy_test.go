@@ -31,7 +31,7 @@ func TestLoadBuildPreloadAndPackages(t *testing.T) {
 // sci lives beside the default build, and its absence says how to make it.
 func TestLoadSciNotInstalled(t *testing.T) {
 	cache := t.TempDir()
-	require.Equal(t, filepath.Dir(WasmpyDir(cache)), filepath.Dir(SciDir(cache)))
+	require.Equal(t, filepath.Dir(CoreDir(cache)), filepath.Dir(SciDir(cache)))
 	require.Regexp(t, `^wasmpy-sci-[0-9a-f]{12}$`, filepath.Base(SciDir(cache)))
 	_, err := Load(Options{Select: Sci, CacheDir: cache})
 	require.ErrorContains(t, err, "the sci interpreter (with numpy) is not installed in "+SciDir(cache)+": run `wasmpy setup` (or build it: `make interpreter`)")

@@ -22,18 +22,18 @@ import (
 // the interpreters its own lock pins, whoever serves them.
 
 // Variants are the interpreter builds a release carries, in install order.
-var variants = []string{Wasmpy, Sci}
+var variants = []string{Core, Sci}
 
-// Variants lists the build variants a release carries: "wasmpy" (the
+// Variants lists the build variants a release carries: "core" (the
 // default build) and "sci".
 func Variants() []string { return slices.Clone(variants) }
 
 // variantDir is the cache entry of a variant.
 func variantDir(cache, variant string) string {
-	if variant == Sci {
+	if Canonical(variant) == Sci {
 		return SciDir(cache)
 	}
-	return WasmpyDir(cache)
+	return CoreDir(cache)
 }
 
 // ArchiveName is the file name of a variant's release archive for the
@@ -72,7 +72,7 @@ func pins(variant string) (lockPins, error) {
 		return lockPins{}, fmt.Errorf("wasmpy: the embedded interpreter.lock: %w", err)
 	}
 	p := lockPins{PythonVersion: l.PythonVersion, Outputs: l.Outputs}
-	if variant != Wasmpy {
+	if variant = Canonical(variant); variant != Core {
 		p.Outputs = l.Variants[variant].Outputs
 	}
 	if p.Outputs["python.wasm"] == "" || p.Outputs["python313.zip"] == "" {

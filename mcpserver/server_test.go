@@ -43,8 +43,8 @@ func fixtures(t testing.TB) (*runs.Executor, *skills.Registry) {
 		registry, setupErr = skills.LoadDir(ctx, "../testdata/skills", skills.LoadOptions{Checker: executor.Checker()})
 	})
 	require.NoError(t, setupErr)
-	if k := executor.Interpreter().Kind; k != assets.Wasmpy {
-		t.Fatalf("MCP runs need the wasmpy interpreter build (make interpreter); the interpreter here is %q", k)
+	if k := executor.Interpreter().Kind; k != assets.Core {
+		t.Fatalf("MCP runs need the core interpreter build (make interpreter); the interpreter here is %q", k)
 	}
 	return executor, registry
 }

@@ -28,8 +28,8 @@ import (
 // host calls: a handler's output travels through submit_result.
 func requireCapabilities(t *testing.T, ex *runs.Executor) {
 	t.Helper()
-	if k := ex.Interpreter().Kind; k != assets.Wasmpy {
-		t.Fatalf("running skills needs the wasmpy interpreter build (make interpreter); the interpreter here is %q", k)
+	if k := ex.Interpreter().Kind; k != assets.Core {
+		t.Fatalf("running skills needs the core interpreter build (make interpreter); the interpreter here is %q", k)
 	}
 }
 

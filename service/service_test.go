@@ -75,8 +75,8 @@ func fixtures(t testing.TB) (*runs.Executor, *skills.Registry, stores.Store) {
 		}
 	})
 	require.NoError(t, setupErr)
-	if k := executor.Interpreter().Kind; k != assets.Wasmpy {
-		t.Fatalf("running skills needs the wasmpy interpreter build (make interpreter); the interpreter here is %q", k)
+	if k := executor.Interpreter().Kind; k != assets.Core {
+		t.Fatalf("running skills needs the core interpreter build (make interpreter); the interpreter here is %q", k)
 	}
 	return executor, registry, st
 }
@@ -169,7 +169,7 @@ func TestEndpoints(t *testing.T) {
 	require.Equal(t, 200, r.status)
 	require.Equal(t, "ok", r.body["status"])
 	require.EqualValues(t, 10, r.body["skills"])
-	require.Equal(t, "wasmpy", r.body["interpreter"].(map[string]any)["kind"])
+	require.Equal(t, "core", r.body["interpreter"].(map[string]any)["kind"])
 
 	r = s.do(t, "GET", "/skills", "")
 	require.Equal(t, 200, r.status)

@@ -413,7 +413,7 @@ func TestHelpVersionCompletion(t *testing.T) {
 	require.Contains(t, out, "wasmpy exec")
 	code, out, _ = wasmpyCLI(t, "", "--version")
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^(wasmpy|npm) interpreter: CPython 3\.\d+\.\d+, sha256 [0-9a-f]{64}$`, out)
+	require.Regexp(t, `(?m)^(core|npm) interpreter: CPython 3\.\d+\.\d+, sha256 [0-9a-f]{64}$`, out)
 	code, out, _ = wasmpyCLI(t, "", "completion", "bash")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "complete -o default -F _wasmpy wasmpy")

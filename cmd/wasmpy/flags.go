@@ -24,7 +24,7 @@ import (
 // Flags shared by the commands that run code.
 var (
 	interpreterFlag = &cli.StringFlag{Name: "interpreter", EnvVars: []string{"WASMPY_INTERPRETER"},
-		Usage: "interpreter: wasmpy, sci (wasmpy with numpy), npm, or the path of a python.wasm (default: the best installed)"}
+		Usage: "interpreter: core, sci (core with numpy), npm, or the path of a python.wasm (default: the best installed; wasmpy is core's former name)"}
 	engineFlag = &cli.StringFlag{Name: "engine", EnvVars: []string{"WASMPY_ENGINE"},
 		Usage: "engine that runs the interpreter: wazero (pure Go, the default) or wasmtime (faster; only in a binary built with -tags wasmtime)"}
 	cacheFlag = &cli.StringFlag{Name: "cache-dir", EnvVars: []string{"WASMPY_CACHE_DIR"},

@@ -193,8 +193,8 @@ func remote(c *cli.Context, cfg wasmpy.Config, job wasmpy.Job, appPath string) (
 		}
 		cfg.CacheDir = dir
 	}
-	switch cfg.Interpreter {
-	case "", assets.Wasmpy, assets.Sci, assets.NPM:
+	switch cfg.Interpreter = assets.Canonical(cfg.Interpreter); cfg.Interpreter {
+	case "", assets.Core, assets.Sci, assets.NPM:
 	default:
 		cfg.Interpreter = abs(cfg.Interpreter)
 	}

@@ -31,7 +31,7 @@ func TestMCPServesNumpy(t *testing.T) {
 	require.False(t, res.IsError, toolText(res))
 	require.Equal(t, "[0.0, 0.5, 1.0]\n", res.StructuredContent.(map[string]any)["stdout"])
 
-	res = runPy([]string{"--interpreter", "wasmpy"}, "import numpy")
+	res = runPy([]string{"--interpreter", "core"}, "import numpy")
 	require.True(t, res.IsError)
 	require.Contains(t, toolText(res), "No module named 'numpy'; numpy is in wasmpy's sci interpreter")
 }

@@ -187,6 +187,8 @@ func TestResidentMatchesInProcess(t *testing.T) {
 		{"tier", "", []string{"exec", "--json", "--tier", "sandbox", "-c", "import os"}},
 		{"no script", "", []string{"exec", "missing.py"}},
 		{"interpreter", "", []string{"exec", "--interpreter", "npm", "-c", "import sys; print(sys.version_info[:2])"}},
+		{"core interpreter", "", []string{"exec", "--json", "--interpreter", "core", "-c", "submit_result(1)"}},
+		{"former name", "", []string{"exec", "--json", "--interpreter", "wasmpy", "-c", "submit_result(1)"}}, // core's, still accepted
 	}
 	normalize := func(s string) string { // what differs between any two runs
 		return regexp.MustCompile(`"(duration_ms|queued_ms|memory_peak_bytes)": [0-9.e+-]+`).ReplaceAllString(s, `"$1": 0`)

@@ -150,8 +150,8 @@ func serveAction(c *cli.Context) error {
 			log.Warn("no skill loaded: /health says degraded; --skills names the directory that holds skill directories", "skills", strings.Join(c.StringSlice("skills"), ","))
 		}
 	}()
-	if ex.Interpreter().Kind != assets.Wasmpy {
-		log.Warn("skills need the wasmpy interpreter build for submit_result; with this one every run fails (make interpreter)",
+	if ex.Interpreter().Kind != assets.Core {
+		log.Warn("skills need the core interpreter build for submit_result; with this one every run fails (make interpreter)",
 			"interpreter", ex.Interpreter().Kind)
 	}
 	version, _ := buildVersion()

@@ -27,8 +27,8 @@ func setupCommand() *cli.Command {
 			&cli.StringFlag{Name: "from", Usage: "release base: an http(s) URL or a local directory (default: $" + assets.ReleaseURLEnv + ", else the project's release)"},
 			&cli.BoolFlag{Name: "verify", Usage: "hash every installed interpreter again and compare it with the lock; install nothing"},
 			&cli.BoolFlag{Name: "no-download", Usage: "install no archive: check what 'make' built and fetch the npm interpreter (make's path)"},
-			&cli.BoolFlag{Name: "build-dir", Usage: "print where 'make interpreter' puts the wasmpy build, and exit"},
-			&cli.BoolFlag{Name: "sci-dir", Usage: "print where 'make interpreter' puts the sci build (wasmpy with numpy), and exit"}},
+			&cli.BoolFlag{Name: "build-dir", Usage: "print where 'make interpreter' puts the core build, and exit"},
+			&cli.BoolFlag{Name: "sci-dir", Usage: "print where 'make interpreter' puts the sci build (core with numpy), and exit"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageErr("setup: unexpected argument %q (a release base goes in --from)", c.Args().First())
@@ -43,7 +43,7 @@ func setupCommand() *cli.Command {
 			w := c.App.Writer
 			switch {
 			case c.Bool("build-dir"):
-				fmt.Fprintln(w, assets.WasmpyDir(cache))
+				fmt.Fprintln(w, assets.CoreDir(cache))
 				return nil
 			case c.Bool("sci-dir"):
 				fmt.Fprintln(w, assets.SciDir(cache))
@@ -68,7 +68,7 @@ func setupCommand() *cli.Command {
 				fmt.Fprintf(w, "npm interpreter: %s (verified)\n", path)
 			}
 			usable := 0
-			for _, kind := range []string{assets.NPM, assets.Wasmpy, assets.Sci} {
+			for _, kind := range []string{assets.NPM, assets.Core, assets.Sci} {
 				// Opening a sandbox compiles the interpreter into the cache,
 				// so the first real run does not pay for it.
 				sb, err := wasmpy.New(c.Context, wasmpy.Config{Interpreter: kind, CacheDir: cache})

@@ -101,7 +101,7 @@ func TestSetupFromRelease(t *testing.T) {
 	code, out, errOut = wasmpyCLI(t, "", "setup", "--cache-dir", cache, "--from", srv.URL)
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "sci interpreter: installed from")
-	require.NotContains(t, out, "wasmpy interpreter: installed from", "what matched the lock was not fetched again")
+	require.NotContains(t, out, "core interpreter: installed from", "what matched the lock was not fetched again")
 	code, _, errOut = wasmpyCLI(t, "", "setup", "--verify", "--cache-dir", cache)
 	require.Equal(t, 0, code, errOut)
 }
@@ -111,7 +111,7 @@ func filepathIn(cache, variant string) string {
 	if variant == assets.Sci {
 		return assets.SciDir(cache)
 	}
-	return assets.WasmpyDir(cache)
+	return assets.CoreDir(cache)
 }
 
 // errorLine is setup's one line of error in its stderr: the lines before
@@ -166,9 +166,9 @@ func TestSetupRefusesTamperedAndTruncated(t *testing.T) {
 	require.NoError(t, err)
 
 	tampered := t.TempDir()
-	b, err := os.ReadFile(filepath.Join(dist, assets.ArchiveName(assets.Wasmpy)))
+	b, err := os.ReadFile(filepath.Join(dist, assets.ArchiveName(assets.Core)))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(tampered, assets.ArchiveName(assets.Wasmpy)), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(tampered, assets.ArchiveName(assets.Core)), b, 0o644))
 	var got string
 	rewriteArchive(t, filepath.Join(dist, assets.ArchiveName(assets.Sci)), filepath.Join(tampered, assets.ArchiveName(assets.Sci)),
 		func(name string, b []byte) []byte {
@@ -334,10 +334,10 @@ func TestEmbedderModuleInstallsAndRuns(t *testing.T) {
 	args := append(strings.Fields(setup)[1:], "--from", srv.URL)
 	out, errOut, err := cmd(empty, "go", args...)
 	require.NoError(t, err, errOut)
-	require.Contains(t, out, "wasmpy interpreter: installed from "+srv.URL)
+	require.Contains(t, out, "core interpreter: installed from "+srv.URL)
 	out, errOut, err = cmd(empty, app, "50", ws)
 	require.NoError(t, err, errOut)
-	require.Regexp(t, `^50 of 50 ok, [1-9][0-9]* queued, wasmpy interpreter; read_file: embedded\n$`, out)
+	require.Regexp(t, `^50 of 50 ok, [1-9][0-9]* queued, core interpreter; read_file: embedded\n$`, out)
 
 	// wasmpy.Install, from the program itself, into another empty cache.
 	other := t.TempDir()
@@ -346,7 +346,7 @@ func TestEmbedderModuleInstallsAndRuns(t *testing.T) {
 	require.DirExists(t, filepath.Join(other, "wasmpy", "interpreters", filepath.Base(assets.SciDir(""))))
 	out, errOut, err = cmd(other, app, "50", ws)
 	require.NoError(t, err, errOut)
-	require.Regexp(t, `^50 of 50 ok, [1-9][0-9]* queued, wasmpy interpreter`, out)
+	require.Regexp(t, `^50 of 50 ok, [1-9][0-9]* queued, core interpreter`, out)
 }
 
 // A build made here from other inputs is kept by a plain setup, which says
@@ -378,7 +378,7 @@ func TestSetupKeepsABuildOfOtherInputs(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, fmt.Sprintf("sci interpreter: built here, and NOT the lock's: wasmpy: %s has sha256 %x, not the lock's %s", filepath.Join(sci, "python.wasm"), sha256.Sum256(wasm), lockWasm))
 	require.Contains(t, out, "kept (`wasmpy setup --from URL` installs the lock's)")
-	require.Contains(t, out, "wasmpy interpreter: installed from "+srv.URL)
+	require.Contains(t, out, "core interpreter: installed from "+srv.URL)
 	require.NotContains(t, out, "sci interpreter: installed")
 	b, err := os.ReadFile(filepath.Join(sci, "python.wasm"))
 	require.NoError(t, err)

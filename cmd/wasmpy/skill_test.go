@@ -40,8 +40,8 @@ func requireCapabilities(t *testing.T) {
 		}
 	})
 	require.NoError(t, interpErr)
-	if interpKind != assets.Wasmpy {
-		t.Fatalf("running skills needs the wasmpy interpreter build (make interpreter); the interpreter here is %q", interpKind)
+	if interpKind != assets.Core {
+		t.Fatalf("running skills needs the core interpreter build (make interpreter); the interpreter here is %q", interpKind)
 	}
 }
 

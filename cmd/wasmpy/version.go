@@ -42,7 +42,7 @@ func printVersion(c *cli.Context) error {
 			return err
 		}
 	}
-	for _, kind := range []string{assets.Wasmpy, assets.Sci, assets.NPM} {
+	for _, kind := range []string{assets.Core, assets.Sci, assets.NPM} {
 		interp, err := assets.Load(assets.Options{Select: kind, CacheDir: cache})
 		if err != nil {
 			fmt.Fprintf(w, "%s interpreter: not installed (run 'make interpreter' or 'wasmpy setup')\n", kind)

@@ -132,8 +132,8 @@ func TestCPython(t *testing.T) {
 	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Workspace: testLimits})
 	require.NoError(t, err)
 	defer sb.Close(context.Background())
-	if sb.Interpreter().Kind != "wasmpy" {
-		t.Skip("CPython's tests are run on the wasmpy build")
+	if sb.Interpreter().Kind != "core" {
+		t.Skip("CPython's tests are run on the core build")
 	}
 	driverPath := filepath.Join(t.TempDir(), "driver.py")
 	require.NoError(t, os.WriteFile(driverPath, []byte(driver), 0o644))

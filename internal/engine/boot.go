@@ -21,7 +21,7 @@ func (e *Engine) imageContext(ctx context.Context, m *meter) (context.Context, c
 	return ctx, cancel
 }
 
-// boot initialises a fresh instance of the wasmpy build, whichever engine
+// boot initialises a fresh instance of the core build, whichever engine
 // runs it: it lays the interpreter's data segments into memory, runs
 // _initialize, Py_InitializeEx and our bootstrap, and returns the memory
 // afterwards (the image) and the address of the runner's code in it.

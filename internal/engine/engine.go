@@ -60,7 +60,7 @@ type Config struct {
 	// SiteKey identifies Site's contents (say, the SHA-256s of the package
 	// sets it merges): snapshot images are kept per key.
 	SiteKey string
-	// Preload are modules every run finds imported: the wasmpy build
+	// Preload are modules every run finds imported: the core build
 	// imports them before its snapshot, so a run pays nothing for them.
 	Preload []string
 	// ImageTimeout and ImageMemory bound making the snapshot image, which
@@ -88,7 +88,7 @@ type Engine struct {
 	mounts  wazero.FSConfig // the standard library's and the site's
 	site    siteConfig
 
-	// The wasmpy build starts every run from image, the memory of an
+	// The core build starts every run from image, the memory of an
 	// interpreter that has run its initialisation. Its module is compiled
 	// without the data segments (initialise writes them itself). An
 	// instance waits, parked, for the next run (see parked.go).
@@ -122,7 +122,7 @@ type Engine struct {
 }
 
 // New compiles the interpreter (or loads it from the cache) and, for the
-// wasmpy build, initialises it once to make the snapshot image.
+// core build, initialises it once to make the snapshot image.
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Interpreter == nil {
 		return nil, errors.New("wasmpy: no interpreter")
@@ -134,8 +134,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := site.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Engine == Wasmtime && cfg.Interpreter.Kind != assets.Wasmpy {
-		return nil, fmt.Errorf("wasmpy: the wasmtime engine runs the wasmpy build only, not the %s interpreter", cfg.Interpreter.Kind)
+	if cfg.Engine == Wasmtime && cfg.Interpreter.Kind != assets.Core {
+		return nil, fmt.Errorf("wasmpy: the wasmtime engine runs the core build only, not the %s interpreter", cfg.Interpreter.Kind)
 	}
 	e := &Engine{interp: cfg.Interpreter, metered: !cfg.Unmetered, site: site,
 		imageTimeout: MaxImageTimeout, imageMemory: DefaultMemoryLimit,
@@ -201,7 +201,7 @@ func (e *Engine) start(ctx context.Context, cacheDir string) error {
 		return errors.New("wasmpy: the interpreter exports no memory")
 	}
 	e.mod = mod
-	if e.interp.Kind == assets.Wasmpy {
+	if e.interp.Kind == assets.Core {
 		if err := e.snapshot(ctx, cacheDir); err != nil {
 			return err
 		}
@@ -417,8 +417,8 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	if e.alive.Err() != nil {
 		return nil, errClosed
 	}
-	if (r.Session || r.From != nil) && e.interp.Kind != assets.Wasmpy {
-		return nil, errors.New("wasmpy: sessions need the wasmpy interpreter build")
+	if (r.Session || r.From != nil) && e.interp.Kind != assets.Core {
+		return nil, errors.New("wasmpy: sessions need the core interpreter build")
 	}
 	if (r.Session || r.From != nil) && e.alt != nil {
 		return nil, ErrSessionEngine
@@ -460,7 +460,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 			j.Argv[0] = AppMount // as python3 DIR has DIR
 		}
 	}
-	if e.interp.Kind != assets.Wasmpy {
+	if e.interp.Kind != assets.Core {
 		j.SourceBase64, j.Nonce = []byte(r.Code), nonce()
 	}
 	stderrStream := r.Stderr
@@ -479,7 +479,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		if st, err = e.alt.next(); err != nil {
 			return nil, err
 		}
-	} else if e.interp.Kind == assets.Wasmpy {
+	} else if e.interp.Kind == assets.Core {
 		if r.From != nil {
 			var ok bool
 			if p, ok = e.takeAhead(r.From); !ok {
@@ -577,7 +577,7 @@ func (e *Engine) moduleConfig(st *runState) wazero.ModuleConfig {
 	mounts := e.mounts.(sysfs.FSConfig).WithSysFSMount(boundFS{st: st}, filesMount)
 	mounts = mounts.(sysfs.FSConfig).WithSysFSMount(boundFS{st: st, app: true}, AppMount)
 	cfg = cfg.WithFSConfig(mounts)
-	if e.interp.Kind == assets.Wasmpy {
+	if e.interp.Kind == assets.Core {
 		cfg = cfg.WithArgs("python").WithStartFunctions()
 	}
 	return cfg

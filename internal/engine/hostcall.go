@@ -19,7 +19,7 @@ import (
 	"github.com/wasmpy/wasmpy/hostfuncs"
 )
 
-// The host-call ABI of the wasmpy build, module "wasmpy" (the guest half
+// The host-call ABI of the core build, module "wasmpy" (the guest half
 // is assets/build/wasmpymodule.c):
 //
 //	call(fn_ptr, fn_len, args_ptr, args_len, data_ptr, data_len i32) -> i32

@@ -16,7 +16,7 @@ import (
 )
 
 // image is the memory of an initialised interpreter, which every run of the
-// wasmpy build starts from. On Linux it lives in a file (the cached image,
+// core build starts from. On Linux it lives in a file (the cached image,
 // or a memfd) that instances map privately; elsewhere in data.
 type image struct {
 	data    []byte

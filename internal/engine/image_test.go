@@ -63,8 +63,8 @@ func TestImageFile(t *testing.T) {
 // cached image, so that every later process copies them ahead too.
 func TestHotPages(t *testing.T) {
 	e := testEngine(t, false)
-	if e.interp.Kind != assets.Wasmpy || runtime.GOOS != "linux" {
-		t.Skip("hot pages are learnt for the wasmpy build on Linux")
+	if e.interp.Kind != assets.Core || runtime.GOOS != "linux" {
+		t.Skip("hot pages are learnt for the core build on Linux")
 	}
 	require.NotEmpty(t, e.image.hot)
 	pages := 0
@@ -119,8 +119,8 @@ func TestClose(t *testing.T) {
 func TestImageKeyedByStdlib(t *testing.T) {
 	interp, err := assets.Load(assets.Options{Select: os.Getenv("WASMPY_INTERPRETER")})
 	require.NoError(t, err)
-	if interp.Kind != assets.Wasmpy {
-		t.Skip("snapshot images are made for the wasmpy build")
+	if interp.Kind != assets.Core {
+		t.Skip("snapshot images are made for the core build")
 	}
 	cache := t.TempDir()
 	run := func(interp *assets.Interpreter, code string) *Outcome {

@@ -7,7 +7,7 @@ import (
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
-// interruptExport is the wasmpy build's PyErr_SetInterruptEx. Called with
+// interruptExport is the core build's PyErr_SetInterruptEx. Called with
 // SIGINT, it makes the guest raise KeyboardInterrupt at its next bytecode
 // boundary, as a real SIGINT does in python3. It is async-signal-safe, so
 // the host may call it from within any host call the guest is making.

@@ -24,7 +24,7 @@ var (
 	errLeftToStop = errors.New("wasmpy: the stopped instance was left to end on its own")
 )
 
-// parked is an instance of the wasmpy build started ahead of its run: the
+// parked is an instance of the core build started ahead of its run: the
 // image is laid over its memory, its hot pages are copied in, and its
 // runner waits inside the _job host call. A run binds its job, streams and
 // limits to it, lets it go on, and closes it afterwards; no instance serves

@@ -31,7 +31,7 @@ func (e *Engine) prepare(cacheDir string) ([]byte, error) {
 		}
 	}
 	wasm := e.interp.Wasm
-	if e.interp.Kind == assets.Wasmpy {
+	if e.interp.Kind == assets.Core {
 		var err error
 		if wasm, _, err = wasmbin.DropActiveData(wasm); err != nil {
 			return nil, fmt.Errorf("wasmpy: interpreter: %w", err)

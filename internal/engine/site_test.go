@@ -17,8 +17,8 @@ import (
 func TestImageKeyedBySiteAndPreload(t *testing.T) {
 	interp, err := assets.Load(assets.Options{Select: os.Getenv("WASMPY_INTERPRETER")})
 	require.NoError(t, err)
-	if interp.Kind != assets.Wasmpy {
-		t.Skip("snapshot images are made for the wasmpy build")
+	if interp.Kind != assets.Core {
+		t.Skip("snapshot images are made for the core build")
 	}
 	cache := t.TempDir()
 	site := func(answer string) fstest.MapFS {
@@ -63,7 +63,7 @@ func TestPreloadRefused(t *testing.T) {
 		var pe *PreloadError
 		require.ErrorAs(t, err, &pe)
 		require.Equal(t, tc.want, err.Error())
-		if interp.Kind != assets.Wasmpy {
+		if interp.Kind != assets.Core {
 			break // only the snapshot imports ahead
 		}
 	}

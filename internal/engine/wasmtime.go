@@ -38,7 +38,7 @@ const wasmtimeVersion = "v39.0.1"
 
 func init() { newWasmtime = startWasmtime }
 
-// wtEngine runs the wasmpy build under wasmtime (Cranelift, optimised for
+// wtEngine runs the core build under wasmtime (Cranelift, optimised for
 // speed). The WASI functions and the host calls are ours (wasi.go,
 // hostcall.go), over the same file systems, streams, clock and meter that
 // wazero's runs use. Each run gets a fresh store and instance, whose

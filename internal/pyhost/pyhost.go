@@ -19,7 +19,7 @@ var (
 )
 
 // Bootstrap is the Python source that loads the runner as the module
-// _wasmpy_runner and builds the wasmpy module. With the wasmpy build it runs
+// _wasmpy_runner and builds the wasmpy module. With the core build it runs
 // once before the snapshot; then then is the entry point of each run.
 func Bootstrap(then string) string {
 	return "import sys, types\n" +
@@ -34,7 +34,7 @@ func Bootstrap(then string) string {
 		"del _m, _h, sys, types\n" + then
 }
 
-// RunMain is what each run of the wasmpy build executes, in the module the
+// RunMain is what each run of the core build executes, in the module the
 // runner keeps as __main__ between runs: its entry, by a name only that
 // module holds.
 const RunMain = "_wasmpy_entry()\n"

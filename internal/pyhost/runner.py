@@ -57,7 +57,7 @@ class _Transport:
     def call(fn, args, data=None):
         if _wasmpy is None:
             raise _api.HostError(
-                "host capabilities need the wasmpy interpreter build, not this one")
+                "host capabilities need the core interpreter build, not this one")
         try:
             req = _encode(args, 0)[0] if args else ""
         except (TypeError, ValueError) as e:
