@@ -1,7 +1,12 @@
 // Package pyhost holds the guest-side Python of wasmpy: the runner that
 // executes one job inside the interpreter and the wasmpy module user code
-// imports. The files are plain Python, embedded here and handed to the
-// interpreter by the wasm package.
+// imports in the sandbox (wasmpy.py: the capabilities, the exception
+// classes, show). That module is not the Python client of the same import
+// name (python/wasmpy, pip-installed on the host): the two never share an
+// interpreter, and a package set may not bring a "wasmpy" into the sandbox
+// (packages.Reserved); RATIONALE.md says why the guest keeps the name. The
+// files are plain Python, embedded here and handed to the interpreter by
+// the engine (internal/engine).
 package pyhost
 
 import (
