@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/wasmpy/wasmpy/internal/console"
 )
 
 // Exit statuses of wasmpy's own, beside the script's and the sandbox
@@ -47,13 +49,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.As(err, &status):
 		return int(status)
 	case errors.As(err, &ee):
-		fmt.Fprintf(stderr, "wasmpy: %s\n", clean(ee.msg))
+		fmt.Fprintf(stderr, "wasmpy: %s\n", console.Clean(ee.msg))
 		return ee.code
 	case isUsage(err):
-		fmt.Fprintf(stderr, "wasmpy: %s\nRun 'wasmpy --help' for usage.\n", clean(err.Error()))
+		fmt.Fprintf(stderr, "wasmpy: %s\nRun 'wasmpy --help' for usage.\n", console.Clean(err.Error()))
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "%s\n", clean(oneLine(err)))
+		fmt.Fprintf(stderr, "%s\n", console.Clean(oneLine(err)))
 		return exitWasmpy
 	}
 }
@@ -95,7 +97,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 				return showHelp(c, c.Args().Tail())
 			case c.Args().Present():
 				return unknownCommand(c.App.Commands, "", c.Args().First())
-			case isTerminal(c.App.Reader):
+			case console.IsTerminal(c.App.Reader):
 				// python3 with no arguments on a terminal: the REPL.
 				return c.App.Command("exec").Run(c, "exec")
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/internal/hostfile"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/tiers"
@@ -127,7 +128,7 @@ func execAction(c *cli.Context) error {
 		return err
 	}
 	if stop != 0 {
-		return report(c, notRun(stop, "interrupted while the sandbox was loading"), true)
+		return report(c, console.NotRun(stop, "interrupted while the sandbox was loading"), true)
 	}
 	defer sb.Close(c.Context)
 	runJob := sb.Run
@@ -140,19 +141,18 @@ func execAction(c *cli.Context) error {
 			return err
 		}
 		if stop != 0 {
-			return report(c, notRun(stop, "interrupted while waiting for the session file"), true)
+			return report(c, console.NotRun(stop, "interrupted while waiting for the session file"), true)
 		}
 		defer sf.close()
 		runJob = sess.Run
 	}
-	var out *streams
-	var term *terminal
+	var out *console.Streams
+	var term *console.Terminal
 	if !c.Bool("json") {
-		out = newStreams(c.App.Writer, c.App.ErrWriter)
+		out = console.NewStreams(c.App.Writer, c.App.ErrWriter)
 		job.Stdout, job.Stderr = out.Stdout(), out.Stderr()
-		if term = newTerminal(c.App.Reader, c.App.Writer, out.Flush); term != nil && job.Interactive && job.Stdin == c.App.Reader {
-			job.Stdout, job.Stdin = term.promptWriter(job.Stdout), term.lineReader()
-			term.repl = true // Tab completes names at the REPL's prompts
+		if term = console.NewTerminal(c.App.Reader, c.App.Writer, out.Flush); term != nil && job.Interactive && job.Stdin == c.App.Reader {
+			job.Stdout, job.Stdin = term.REPL(job.Stdout)
 		}
 	}
 	kind := provenance.KindExec
@@ -164,7 +164,7 @@ func execAction(c *cli.Context) error {
 		return err
 	}
 	defer rec.close()
-	res, stop, err := runWithSignals(c.Context, runJob, &job, term, sigs)
+	res, stop, err := console.Run(c.Context, runJob, &job, term, sigs)
 	if out != nil {
 		out.Flush()
 	}
@@ -179,7 +179,7 @@ func execAction(c *cli.Context) error {
 			return err
 		}
 	}
-	return endExec(c, res, stop, res.File, out == nil || out.atLineStart())
+	return endExec(c, res, stop, res.File, out == nil || out.AtLineStart())
 }
 
 // endExec ends a run, in this process or the resident's: the status a
@@ -216,7 +216,7 @@ func execJob(c *cli.Context) (job wasmpy.Job, appPath string, err error) {
 		if appPath, err = moduleProgram(&job, c.Bool("P")); err != nil {
 			return job, "", err
 		}
-	case len(args) == 0 && isTerminal(c.App.Reader):
+	case len(args) == 0 && console.IsTerminal(c.App.Reader):
 		job.Interactive = true // python3 with no script, on a terminal: the REPL
 	case len(args) == 0 || args[0] == "-":
 		code, err := readText(c.App.Reader, "stdin", 0)
@@ -365,7 +365,7 @@ func unwrap(err error) error {
 func report(c *cli.Context, res *wasmpy.Result, atLineStart bool) error {
 	w, ew := c.App.Writer, c.App.ErrWriter
 	if c.Bool("json") {
-		if err := writeIndented(w, res); err != nil {
+		if err := console.WriteIndented(w, res); err != nil {
 			return err
 		}
 	} else {
@@ -378,11 +378,11 @@ func report(c *cli.Context, res *wasmpy.Result, atLineStart bool) error {
 		if e := res.Error; e != nil && e.Kind != wasmpy.KindException && e.Kind != wasmpy.KindSyntax &&
 			e.Kind != wasmpy.KindExit && !(e.Kind == wasmpy.KindInterrupted && e.Type != "") {
 			newline()
-			fmt.Fprintf(ew, "wasmpy: %s\n", clean(e.Message))
+			fmt.Fprintf(ew, "wasmpy: %s\n", console.Clean(e.Message))
 		}
 		if len(res.Output) > 0 && string(res.Output) != "null" {
 			newline()
-			fmt.Fprintf(ew, "wasmpy: submit_result: %s\n", clean(string(res.Output)))
+			fmt.Fprintf(ew, "wasmpy: submit_result: %s\n", console.Clean(string(res.Output)))
 		}
 	}
 	if res.ExitCode != 0 {

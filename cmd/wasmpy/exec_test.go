@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
 )
 
@@ -379,7 +380,7 @@ func TestExecJSONInterrupted(t *testing.T) {
 	err := cmd.Wait()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, exitSIGTERM, ee.ExitCode())
+	require.Equal(t, console.ExitSIGTERM, ee.ExitCode())
 	var res struct {
 		ExitCode int    `json:"exit_code"`
 		Stdout   string `json:"stdout"`
@@ -394,7 +395,7 @@ func TestExecJSONInterrupted(t *testing.T) {
 	require.Equal(t, "partial\n", res.Stdout)
 	require.Equal(t, "interrupted", res.Error.Kind)
 	require.Equal(t, "stopped: SIGTERM", res.Error.Message)
-	require.Equal(t, exitSIGTERM, res.ExitCode)
+	require.Equal(t, console.ExitSIGTERM, res.ExitCode)
 }
 
 func TestExecShowsResult(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/codegen"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/runs"
@@ -121,7 +122,7 @@ func reportCodegen(c *cli.Context, tier string, rep *codegen.Report, fr *codegen
 	if fr != nil {
 		rep = &fr.Report
 	}
-	if isTerminal(c.App.ErrWriter) {
+	if console.IsTerminal(c.App.ErrWriter) {
 		io.WriteString(c.App.ErrWriter, "\r\x1b[K") // erase the progress line
 	}
 	if c.Bool("json") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
 )
@@ -123,17 +124,17 @@ func historyList(c *cli.Context) error {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
 	}
 	if c.Bool("json") {
-		return writeIndented(c.App.Writer, recs)
+		return console.WriteIndented(c.App.Writer, recs)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STARTED\tEXECUTION ID\tKIND\tSKILL\tVERSION\tOUTCOME\tDURATION\tACTOR")
 	for _, r := range recs {
-		actor := clean(r.ActorID)
+		actor := console.Clean(r.ActorID)
 		if r.ActorType != "" {
-			actor += " (" + clean(r.ActorType) + ")"
+			actor += " (" + console.Clean(r.ActorType) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05"), clean(r.ExecutionID),
-			clean(r.Kind), clean(skillName(r.Kind, r.Skill)), clean(r.Version), clean(r.Outcome), ms(r.DurationMS), actor)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.StartedAt.Local().Format("2006-01-02 15:04:05"), console.Clean(r.ExecutionID),
+			console.Clean(r.Kind), console.Clean(skillName(r.Kind, r.Skill)), console.Clean(r.Version), console.Clean(r.Outcome), ms(r.DurationMS), actor)
 	}
 	return tw.Flush()
 }
@@ -176,7 +177,7 @@ func historyShow(c *cli.Context) error {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
 	}
 	if c.Bool("json") {
-		return writeIndented(c.App.Writer, r)
+		return console.WriteIndented(c.App.Writer, r)
 	}
 	printRecord(c.App.Writer, r)
 	return nil
@@ -262,7 +263,7 @@ func printRecord(w io.Writer, r *provenance.Record) {
 		{"outputs_hash", r.OutputsHash},
 		{"interpreter", fmt.Sprintf("%s %s sha256:%s", r.Interpreter.Kind, r.Interpreter.Version, r.Interpreter.SHA256)},
 	} {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], clean(kv[1]))
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], console.Clean(kv[1]))
 	}
 	tw.Flush()
 }
@@ -289,7 +290,7 @@ func statsAction(c *cli.Context) error {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
 	}
 	if c.Bool("json") {
-		return writeIndented(c.App.Writer, stats)
+		return console.WriteIndented(c.App.Writer, stats)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tSKILL\tRUNS\tSUCCESS\tP50\tP90\tP99\tOUTCOMES")
@@ -299,8 +300,8 @@ func statsAction(c *cli.Context) error {
 			outs = append(outs, fmt.Sprintf("%s=%d", o, n))
 		}
 		sort.Strings(outs)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%%\t%s\t%s\t%s\t%s\n", clean(s.Kind), clean(skillName(s.Kind, s.Skill)), s.Total, 100*s.SuccessRate,
-			ms(s.P50MS), ms(s.P90MS), ms(s.P99MS), clean(strings.Join(outs, " ")))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f%%\t%s\t%s\t%s\t%s\n", console.Clean(s.Kind), console.Clean(skillName(s.Kind, s.Skill)), s.Total, 100*s.SuccessRate,
+			ms(s.P50MS), ms(s.P90MS), ms(s.P99MS), console.Clean(strings.Join(outs, " ")))
 	}
 	return tw.Flush()
 }

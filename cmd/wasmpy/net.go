@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/petrinet"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/tiers"
@@ -197,7 +198,7 @@ func netRunAction(c *cli.Context) error {
 		io.WriteString(c.App.Writer, res.Stdout)
 		io.WriteString(c.App.ErrWriter, res.Stderr)
 		if e := res.Error; e != nil && e.Kind != wasmpy.KindException && e.Kind != wasmpy.KindSyntax && e.Kind != wasmpy.KindExit {
-			fmt.Fprintf(c.App.ErrWriter, "wasmpy: %s\n", clean(e.Message))
+			fmt.Fprintf(c.App.ErrWriter, "wasmpy: %s\n", console.Clean(e.Message))
 		}
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy/codegen"
+	"github.com/wasmpy/wasmpy/internal/console"
 )
 
 // progressLine returns what shows a generation's progress on stderr: on a
@@ -15,7 +16,7 @@ import (
 // --progress elsewhere, one line per step. nil when neither.
 func progressLine(c *cli.Context) func(codegen.Progress) {
 	w := c.App.ErrWriter
-	tty := isTerminal(w)
+	tty := console.IsTerminal(w)
 	if !tty && !c.Bool("progress") {
 		return nil
 	}
@@ -36,7 +37,7 @@ func (p *progress) show(e codegen.Progress) {
 	case codegen.StepAsking:
 		what = "asking the LLM…"
 	case codegen.StepRetrying:
-		what = fmt.Sprintf("asking the LLM… retry %d/%d in %.1fs: %s", e.Retry.Retry, e.Retry.Retries, e.Retry.Delay.Seconds(), clean(e.Retry.Cause()))
+		what = fmt.Sprintf("asking the LLM… retry %d/%d in %.1fs: %s", e.Retry.Retry, e.Retry.Retries, e.Retry.Delay.Seconds(), console.Clean(e.Retry.Cause()))
 	case codegen.StepValidating:
 		what = "checking the code…"
 	case codegen.StepTesting:

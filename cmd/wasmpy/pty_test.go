@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/internal/console"
 )
 
 // These tests run the wasmpy binary on a real pseudo-terminal, as a user
@@ -187,7 +189,7 @@ func TestTerminalCtrlC(t *testing.T) {
 		tb := s.expect("KeyboardInterrupt")
 		require.Contains(t, tb, "Traceback (most recent call last):")
 		require.Contains(t, tb, `File "<string>", line 2, in <module>`)
-		require.Equal(t, exitSIGINT, s.exit())
+		require.Equal(t, console.ExitSIGINT, s.exit())
 	})
 	t.Run("sleeping", func(t *testing.T) {
 		s := startSession(t, "exec", "-c", "import time\nprint('ready', flush=True)\ntime.sleep(600)")
@@ -195,14 +197,14 @@ func TestTerminalCtrlC(t *testing.T) {
 		s.send("\x03")
 		s.expect("time.sleep(600)")
 		s.expect("KeyboardInterrupt")
-		require.Equal(t, exitSIGINT, s.exit())
+		require.Equal(t, console.ExitSIGINT, s.exit())
 	})
 	t.Run("reading", func(t *testing.T) {
 		s := startSession(t, "exec", "-c", "print('ready', flush=True)\ninput()")
 		s.expect("ready")
 		s.send("\x03")
 		s.expect("KeyboardInterrupt")
-		require.Equal(t, exitSIGINT, s.exit())
+		require.Equal(t, console.ExitSIGINT, s.exit())
 	})
 	t.Run("twice", func(t *testing.T) {
 		s := startSession(t, "exec", "-c", "print('ready', flush=True)\nwhile True:\n    try:\n        while True: pass\n    except KeyboardInterrupt:\n        print('caught', flush=True)")
@@ -211,7 +213,7 @@ func TestTerminalCtrlC(t *testing.T) {
 		s.expect("caught")
 		s.send("\x03")
 		s.expect("wasmpy: stopped: a second Ctrl-C")
-		require.Equal(t, exitSIGINT, s.exit())
+		require.Equal(t, console.ExitSIGINT, s.exit())
 	})
 }
 
@@ -220,7 +222,7 @@ func TestTerminalSIGTERM(t *testing.T) {
 	s.expect("partial")
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
 	s.expect("wasmpy: stopped: SIGTERM")
-	require.Equal(t, exitSIGTERM, s.exit())
+	require.Equal(t, console.ExitSIGTERM, s.exit())
 }
 
 // prompt waits for the line editor to show prompt, ready for a line: the

@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/internal/resident"
 )
 
@@ -49,11 +50,11 @@ func (s *server) run(conn *resident.Conn, rj *remoteJob, stdin, stdout, stderr *
 	select {
 	case <-l.ready:
 	case sig := <-sigs:
-		status := exitSIGINT
+		status := console.ExitSIGINT
 		if sig == syscall.SIGTERM {
-			status = exitSIGTERM
+			status = console.ExitSIGTERM
 		}
-		conn.Send(reply{Result: notRun(status, "interrupted while the sandbox was loading"), AtLineStart: true})
+		conn.Send(reply{Result: console.NotRun(status, "interrupted while the sandbox was loading"), AtLineStart: true})
 		return
 	case <-ctx.Done():
 		return
@@ -86,18 +87,18 @@ func (s *server) run(conn *resident.Conn, rj *remoteJob, stdin, stdout, stderr *
 		job.Stdin = bytes.NewReader(rj.Input)
 	}
 	pipes := &brokenPipe{cancel: cancel}
-	var out *streams
-	var term *terminal
+	var out *console.Streams
+	var term *console.Terminal
 	if !rj.JSON {
-		out = newStreams(pipes.writer(stdout, 1), pipes.writer(stderr, 2))
+		out = console.NewStreams(pipes.writer(stdout, 1), pipes.writer(stderr, 2))
 		job.Stdout, job.Stderr = out.Stdout(), out.Stderr()
-		term = newTerminal(stdin, stdout, out.Flush)
+		term = console.NewTerminal(stdin, stdout, out.Flush)
 	}
-	res, stop, err := runWithSignals(ctx, l.sb.Run, &job, term, sigs)
+	res, stop, err := console.Run(ctx, l.sb.Run, &job, term, sigs)
 	if out != nil {
 		out.Flush()
 	}
-	rep := reply{Result: res, Stop: stop, AtLineStart: out == nil || out.atLineStart(), Broken: pipes.broken()}
+	rep := reply{Result: res, Stop: stop, AtLineStart: out == nil || out.AtLineStart(), Broken: pipes.broken()}
 	if err != nil {
 		rep.Result, rep.Err = nil, oneLine(err)
 	}

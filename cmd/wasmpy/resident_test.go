@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/internal/resident"
 )
 
@@ -234,7 +235,7 @@ func TestResidentForwardsSignals(t *testing.T) {
 		sig    syscall.Signal
 		status int
 		out    string
-	}{{syscall.SIGINT, 5, "ready\ncaught\n"}, {syscall.SIGTERM, exitSIGTERM, "ready\n"}} {
+	}{{syscall.SIGINT, 5, "ready\ncaught\n"}, {syscall.SIGTERM, console.ExitSIGTERM, "ready\n"}} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			_, before := residentRuns(t, env)
 			cmd := exec.Command(wasmpyBinary(t), "exec", "-c", code)
@@ -514,7 +515,7 @@ func TestResidentTerminal(t *testing.T) {
 	s.send("\x03")
 	s.expect("time.sleep(600)")
 	s.expect("KeyboardInterrupt")
-	require.Equal(t, exitSIGINT, s.exit())
+	require.Equal(t, console.ExitSIGINT, s.exit())
 	_, runs := residentRuns(t, env)
 	require.Equal(t, 2, runs, "the resident ran both")
 }

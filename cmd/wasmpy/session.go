@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/internal/hostfile"
 )
 
@@ -94,7 +95,7 @@ func lockSessionFile(path string, wait time.Duration, sigs <-chan os.Signal, std
 			if wait < 24*time.Hour {
 				bound = fmt.Sprintf(" (at most %s)", wait.Round(time.Millisecond))
 			}
-			fmt.Fprintf(stderr, "wasmpy: --session %s: another turn holds it: waiting%s\n", clean(path), bound)
+			fmt.Fprintf(stderr, "wasmpy: --session %s: another turn holds it: waiting%s\n", console.Clean(path), bound)
 		}
 		if time.Since(start) >= wait {
 			return nil, 0, &exitError{code: exitWasmpy, msg: fmt.Sprintf("--session %s: another wasmpy turn holds it; gave up after %s (the run's timeout)", path, wait.Round(time.Millisecond))}
@@ -102,9 +103,9 @@ func lockSessionFile(path string, wait time.Duration, sigs <-chan os.Signal, std
 		select {
 		case s := <-sigs:
 			if s == os.Interrupt {
-				return nil, exitSIGINT, nil
+				return nil, console.ExitSIGINT, nil
 			}
-			return nil, exitSIGTERM, nil
+			return nil, console.ExitSIGTERM, nil
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 100*time.Millisecond)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/internal/console"
 )
 
 // A turn that rebinds what starts the next turn's runner: the next turn
@@ -49,7 +51,7 @@ func TestExecSessionLeftoversKeepLimits(t *testing.T) {
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {
 	case err := <-done:
-		require.Equal(t, exitSIGTERM, processStatus(err), stderr.String())
+		require.Equal(t, console.ExitSIGTERM, processStatus(err), stderr.String())
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		t.Fatal("SIGTERM did not stop a turn started from a poisoned session")

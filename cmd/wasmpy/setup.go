@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/internal/console"
 )
 
 func setupCommand() *cli.Command {
@@ -178,7 +179,7 @@ func verifyInstalled(w io.Writer, cache string) error {
 // downloadProgress shows downloads on stderr: on a terminal one line
 // redrawn in place, elsewhere a line when each archive starts and ends.
 func downloadProgress(w io.Writer) func(assets.InstallProgress) {
-	tty := isTerminal(w)
+	tty := console.IsTerminal(w)
 	return func(p assets.InstallProgress) {
 		size := "size unknown"
 		if p.Total >= 0 {

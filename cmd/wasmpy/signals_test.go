@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/internal/console"
 )
 
 // A signal while the sandbox loads still gets --json its one object, of
@@ -32,7 +34,7 @@ func TestSignalWhileLoading(t *testing.T) {
 	for _, tc := range []struct {
 		sig    syscall.Signal
 		status int
-	}{{syscall.SIGINT, exitSIGINT}, {syscall.SIGTERM, exitSIGTERM}} {
+	}{{syscall.SIGINT, console.ExitSIGINT}, {syscall.SIGTERM, console.ExitSIGTERM}} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			cmd := exec.Command(wasmpyBinary(t), "exec", "--resident=false", "--packages", set, "--preload", "spinforever", "--json", "-c", "print(1)")

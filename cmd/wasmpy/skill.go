@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
 	"github.com/wasmpy/wasmpy/runs"
@@ -165,7 +166,7 @@ func startSkills(ctx context.Context, c *cli.Context, ex *runs.Executor, dirs []
 
 func warnProblems(w io.Writer, reg *skills.Registry) {
 	for _, p := range reg.Problems() {
-		fmt.Fprintf(w, "wasmpy: skipped a broken skill: %s\n", clean(p.String()))
+		fmt.Fprintf(w, "wasmpy: skipped a broken skill: %s\n", console.Clean(p.String()))
 	}
 	if len(reg.Skills()) == 0 && len(reg.Problems()) == 0 {
 		fmt.Fprintf(w, "wasmpy: warning: no skill found: --skills wants a skill's directory (with %s) or the directory that holds them\n", skills.ManifestFile)
@@ -188,7 +189,7 @@ func skillList(c *cli.Context) error {
 		for _, s := range reg.Skills() {
 			infos = append(infos, ex.Describe(s))
 		}
-		return writeIndented(c.App.Writer, infos)
+		return console.WriteIndented(c.App.Writer, infos)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tVERSION\tFLAGS\tAPPROVAL\tDESCRIPTION")
@@ -197,7 +198,7 @@ func skillList(c *cli.Context) error {
 		if s.NeedsApproval() {
 			approval = "required"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", clean(s.Name), clean(s.Version), clean(strings.Join(s.SafetyFlags, ",")), approval, clean(firstLine(s.Description, 60)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", console.Clean(s.Name), console.Clean(s.Version), console.Clean(strings.Join(s.SafetyFlags, ",")), approval, console.Clean(firstLine(s.Description, 60)))
 	}
 	return tw.Flush()
 }
@@ -241,7 +242,7 @@ func skillShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeIndented(c.App.Writer, struct {
+	return console.WriteIndented(c.App.Writer, struct {
 		skills.Info
 		Dir    string          `json:"dir"`
 		Input  json.RawMessage `json:"input_schema"`
@@ -298,15 +299,15 @@ func skillValidate(c *cli.Context) error {
 		if probs == nil {
 			probs = []skills.Problem{}
 		}
-		if err := writeIndented(c.App.Writer, map[string]any{"skills": ok, "problems": probs}); err != nil {
+		if err := console.WriteIndented(c.App.Writer, map[string]any{"skills": ok, "problems": probs}); err != nil {
 			return err
 		}
 	} else {
 		for _, s := range reg.Skills() {
-			fmt.Fprintf(c.App.Writer, "ok      %s %s (%s)\n", clean(s.Name), clean(s.Version), clean(s.Dir))
+			fmt.Fprintf(c.App.Writer, "ok      %s %s (%s)\n", console.Clean(s.Name), console.Clean(s.Version), console.Clean(s.Dir))
 		}
 		for _, p := range reg.Problems() {
-			fmt.Fprintf(c.App.Writer, "broken  %s\n", clean(p.String()))
+			fmt.Fprintf(c.App.Writer, "broken  %s\n", console.Clean(p.String()))
 		}
 	}
 	if n := len(reg.Problems()); n > 0 {
@@ -362,17 +363,17 @@ func skillRun(c *cli.Context) error {
 	}
 	w, ew := c.App.Writer, c.App.ErrWriter
 	if c.Bool("json") {
-		if err := writeIndented(w, x); err != nil {
+		if err := console.WriteIndented(w, x); err != nil {
 			return err
 		}
 	} else {
 		// The handler's prints go to stderr: stdout is its output, as JSON.
-		io.WriteString(ew, cleanText(x.Result.Stdout))
-		io.WriteString(ew, cleanText(x.Result.Stderr))
+		io.WriteString(ew, console.CleanText(x.Result.Stdout))
+		io.WriteString(ew, console.CleanText(x.Result.Stderr))
 		if x.Error == nil {
 			var out any
 			json.Unmarshal(x.Result.Output, &out)
-			if err := writeIndented(w, out); err != nil {
+			if err := console.WriteIndented(w, out); err != nil {
 				return err
 			}
 		}

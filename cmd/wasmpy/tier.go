@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/tiers"
 )
 
@@ -57,7 +58,7 @@ func tiersAction(c *cli.Context) error {
 		for _, t := range set.Tiers() {
 			out = append(out, tierJSON{Tier: t, Limits: newLimitsJSON(t.Limits)})
 		}
-		return writeIndented(c.App.Writer, out)
+		return console.WriteIndented(c.App.Writer, out)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIER\tTIMEOUT\tMEMORY\tOUTPUT\tFUEL\tCAPABILITIES\tIMPORTS\tVALIDATION")
@@ -144,7 +145,7 @@ func loadTiers(c *cli.Context) (*tiers.Set, error) {
 			if p.Path != "" {
 				where += ": " + p.Path
 			}
-			fmt.Fprintf(c.App.ErrWriter, "wasmpy: --tiers: %s: %s\n", clean(where), clean(p.Message))
+			fmt.Fprintf(c.App.ErrWriter, "wasmpy: --tiers: %s: %s\n", console.Clean(where), console.Clean(p.Message))
 		}
 		return nil, exitStatus(exitUsage)
 	case err != nil:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/provenance"
 )
 
@@ -94,12 +95,12 @@ func tokenList(c *cli.Context) error {
 		return &exitError{code: exitWasmpy, msg: oneLine(err)}
 	}
 	if c.Bool("json") {
-		return writeIndented(c.App.Writer, toks)
+		return console.WriteIndented(c.App.Writer, toks)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tROLE\tMAX TIER\tCREATED")
 	for _, t := range toks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", clean(t.Name), clean(t.Role), clean(t.MaxTier), t.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", console.Clean(t.Name), console.Clean(t.Role), console.Clean(t.MaxTier), t.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 	}
 	return tw.Flush()
 }

@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"bufio"
@@ -13,10 +13,10 @@ import (
 // millions.
 const streamDelay = 20 * time.Millisecond
 
-// streams passes a run's stdout and stderr on to the CLI's own, in the
+// Streams passes a run's stdout and stderr on to the CLI's own, in the
 // order the script wrote them: switching from one stream to the other
 // flushes the first.
-type streams struct {
+type Streams struct {
 	mu        sync.Mutex
 	out, err  *bufio.Writer
 	last      *bufio.Writer // the stream written last, holding unflushed bytes
@@ -24,16 +24,16 @@ type streams struct {
 	midLine   bool // the last byte written was not a newline
 }
 
-func newStreams(stdout, stderr io.Writer) *streams {
-	return &streams{out: bufio.NewWriterSize(stdout, 64<<10), err: bufio.NewWriterSize(stderr, 64<<10)}
+func NewStreams(stdout, stderr io.Writer) *Streams {
+	return &Streams{out: bufio.NewWriterSize(stdout, 64<<10), err: bufio.NewWriterSize(stderr, 64<<10)}
 }
 
 // Stdout and Stderr are the writers for wasmpy.Job.
-func (s *streams) Stdout() io.Writer { return streamWriter{s, s.out} }
-func (s *streams) Stderr() io.Writer { return streamWriter{s, s.err} }
+func (s *Streams) Stdout() io.Writer { return streamWriter{s, s.out} }
+func (s *Streams) Stderr() io.Writer { return streamWriter{s, s.err} }
 
 type streamWriter struct {
-	s *streams
+	s *Streams
 	w *bufio.Writer
 }
 
@@ -55,29 +55,29 @@ func (sw streamWriter) Write(p []byte) (int, error) {
 	return sw.w.Write(p)
 }
 
-func (s *streams) timedFlush() {
+func (s *Streams) timedFlush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scheduled = false
 	s.flushLocked()
 }
 
-// atLineStart reports whether the output so far ends a line, so that a
+// AtLineStart reports whether the output so far ends a line, so that a
 // message of wasmpy's own can start on a line of its own.
-func (s *streams) atLineStart() bool {
+func (s *Streams) AtLineStart() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return !s.midLine
 }
 
 // Flush writes out what is buffered; call it once the run has ended.
-func (s *streams) Flush() {
+func (s *Streams) Flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.flushLocked()
 }
 
-func (s *streams) flushLocked() {
+func (s *Streams) flushLocked() {
 	if s.last != nil {
 		s.last.Flush()
 		s.last = nil

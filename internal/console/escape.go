@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"bytes"
@@ -14,16 +14,16 @@ import (
 // What the CLI prints from a request or a guest (actor ids, skill names,
 // outcomes, error messages, a handler's stderr) may hold escape sequences
 // that retitle or clear the operator's terminal, or newlines and tabs that
-// forge table rows. clean, cleanText and writeIndented make every such
+// forge table rows. Clean, CleanText and WriteIndented make every such
 // character visible instead.
 
-// clean escapes every character that is not printable or a space: control
+// Clean escapes every character that is not printable or a space: control
 // characters (\n, \t, \x1b...), format characters (\u202e), invalid UTF-8
 // (\xff). The result is one line that a table cell can hold.
-func clean(s string) string { return escape(s, false) }
+func Clean(s string) string { return escape(s, false) }
 
-// cleanText is clean for multi-line text: newlines and tabs stay.
-func cleanText(s string) string { return escape(s, true) }
+// CleanText is Clean for multi-line text: newlines and tabs stay.
+func CleanText(s string) string { return escape(s, true) }
 
 func escape(s string, keepLines bool) string {
 	if plain(s, keepLines) {
@@ -72,12 +72,12 @@ func plain(s string, keepLines bool) bool {
 	return true
 }
 
-// writeIndented prints v as indented JSON that a terminal shows as is:
+// WriteIndented prints v as indented JSON that a terminal shows as is:
 // encoding/json escapes the C0 controls but leaves the C1 ones (U+0080 to
 // U+009F, which some terminals obey) and format characters such as
 // bidirectional overrides raw, so those become \u escapes too, which a JSON
 // reader decodes the same.
-func writeIndented(w io.Writer, v any) error {
+func WriteIndented(w io.Writer, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")

@@ -1,4 +1,4 @@
-package main
+package console
 
 import (
 	"bytes"
@@ -17,16 +17,16 @@ import (
 // fder is a stream with a file descriptor: os.File, and the writers here.
 type fder interface{ Fd() uintptr }
 
-func isTerminal(s any) bool {
+func IsTerminal(s any) bool {
 	f, ok := s.(fder)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// terminal is wasmpy's own terminal, when its stdin and stdout are one.
+// Terminal is wasmpy's own terminal, when its stdin and stdout are one.
 // An interactive session edits its lines there, with history, as python3's
 // REPL does with readline: the script's prompt (what it wrote since its
 // last newline) becomes the editor's, and the finished line its stdin.
-type terminal struct {
+type Terminal struct {
 	fd     int
 	in     io.Reader
 	out    io.Writer
@@ -57,8 +57,8 @@ type terminal struct {
 	flush, onRead, onCtrlC func()
 }
 
-func newTerminal(in io.Reader, out io.Writer, flush func()) *terminal {
-	if !isTerminal(in) || !isTerminal(out) {
+func NewTerminal(in io.Reader, out io.Writer, flush func()) *Terminal {
+	if !IsTerminal(in) || !IsTerminal(out) {
 		return nil
 	}
 	fd := int(in.(fder).Fd())
@@ -66,12 +66,12 @@ func newTerminal(in io.Reader, out io.Writer, flush func()) *terminal {
 	if err != nil {
 		return nil
 	}
-	t := &terminal{fd: fd, in: in, out: out, saved: saved, flush: flush, onRead: func() {}, onCtrlC: func() {}}
+	t := &Terminal{fd: fd, in: in, out: out, saved: saved, flush: flush, onRead: func() {}, onCtrlC: func() {}}
 	t.editor = t.newEditor()
 	return t
 }
 
-func (t *terminal) newEditor() *term.Terminal {
+func (t *Terminal) newEditor() *term.Terminal {
 	return term.NewTerminal(struct {
 		io.Reader
 		io.Writer
@@ -80,15 +80,24 @@ func (t *terminal) newEditor() *term.Terminal {
 
 // restore puts the terminal back as it was found: a run can end (SIGTERM)
 // in the middle of an edit, in raw mode.
-func (t *terminal) restore() { term.Restore(t.fd, t.saved) }
+func (t *Terminal) restore() { term.Restore(t.fd, t.saved) }
+
+// REPL makes t the guest REPL's: what the script writes to stdout since
+// its last newline becomes the editor's prompt, each finished line its
+// stdin, and Tab completes names at the REPL's prompts. It returns the
+// job's stdout and stdin.
+func (t *Terminal) REPL(stdout io.Writer) (io.Writer, io.Reader) {
+	t.repl = true
+	return t.promptWriter(stdout), t.lineReader()
+}
 
 // promptWriter writes the script's stdout to w and remembers its last
 // unfinished line.
-func (t *terminal) promptWriter(w io.Writer) io.Writer { return &promptWriter{w, t} }
+func (t *Terminal) promptWriter(w io.Writer) io.Writer { return &promptWriter{w, t} }
 
 type promptWriter struct {
 	w io.Writer
-	t *terminal
+	t *Terminal
 }
 
 func (p *promptWriter) Write(b []byte) (int, error) {
@@ -113,10 +122,10 @@ func (p *promptWriter) Write(b []byte) (int, error) {
 }
 
 // lineReader is the script's stdin: lines from the editor.
-func (t *terminal) lineReader() io.Reader { return &lineReader{t: t} }
+func (t *Terminal) lineReader() io.Reader { return &lineReader{t: t} }
 
 type lineReader struct {
-	t   *terminal
+	t   *Terminal
 	buf []byte
 }
 
@@ -135,7 +144,7 @@ func (r *lineReader) Read(p []byte) (int, error) {
 
 // readLine edits one line after the script's prompt. Ctrl-C fails it with
 // EINTR, once KeyboardInterrupt is on its way to the script.
-func (t *terminal) readLine() (string, error) {
+func (t *Terminal) readLine() (string, error) {
 	t.flush()
 	t.onRead()
 	t.mu.Lock()
@@ -193,7 +202,7 @@ func (t *terminal) readLine() (string, error) {
 // ctrlCReader notes a Ctrl-C the editor reads, which it reports as EOF.
 type ctrlCReader struct {
 	r io.Reader
-	t *terminal
+	t *Terminal
 }
 
 func (c ctrlCReader) Read(p []byte) (int, error) {
@@ -249,7 +258,7 @@ type completion struct {
 }
 
 // tab is the editor's AutoCompleteCallback in the REPL: Tab asks the guest.
-func (t *terminal) tab(line string, pos int, key rune) (string, int, bool) {
+func (t *Terminal) tab(line string, pos int, key rune) (string, int, bool) {
 	if key != '\t' {
 		return "", 0, false
 	}
@@ -263,7 +272,7 @@ var token = regexp.MustCompile(`[\p{L}\p{N}_.]*$`)
 // complete goes on with the line c was typed in: what every candidate
 // shares beyond the name is typed in, else several are listed (the editor
 // draws the line again below them), else the terminal beeps.
-func (t *terminal) complete(c *completion, candidates []string) {
+func (t *Terminal) complete(c *completion, candidates []string) {
 	name := token.FindString(c.line[:c.pos])
 	common := ""
 	if len(candidates) > 0 {
@@ -276,11 +285,11 @@ func (t *terminal) complete(c *completion, candidates []string) {
 	}
 	switch {
 	case len(common) > len(name) && strings.HasPrefix(common, name) && utf8.ValidString(common[len(name):]):
-		t.inject = []byte(clean(common[len(name):]))
+		t.inject = []byte(Clean(common[len(name):]))
 	case len(candidates) > 1:
 		list := make([]string, len(candidates))
 		for i, s := range candidates {
-			list[i] = clean(s)
+			list[i] = Clean(s)
 		}
 		t.editor.Write([]byte(strings.Join(list, "  ") + "\n"))
 	default:
@@ -291,7 +300,7 @@ func (t *terminal) complete(c *completion, candidates []string) {
 // takeAnswer removes the guest's answer from b, the script's stdout, and
 // keeps its candidates; t.mu is held. An answer cut by the end of b waits
 // for the rest in t.pend.
-func (t *terminal) takeAnswer(b []byte) []byte {
+func (t *Terminal) takeAnswer(b []byte) []byte {
 	data := append(t.pend, b...)
 	t.pend = nil
 	i := bytes.Index(data, []byte(complAnswer))
