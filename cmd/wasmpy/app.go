@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "wasmpy: %s\nRun 'wasmpy --help' for usage.\n", console.Clean(err.Error()))
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "%s\n", console.Clean(oneLine(err)))
+		fmt.Fprintf(stderr, "%s\n", console.Clean(console.OneLine(err)))
 		return exitWasmpy
 	}
 }
@@ -65,14 +65,6 @@ func isUsage(err error) bool {
 	s := err.Error()
 	return strings.Contains(s, "flag provided but not defined") || strings.Contains(s, "invalid value") ||
 		strings.Contains(s, "flag needs an argument") || strings.Contains(s, "Required flag")
-}
-
-func oneLine(err error) string {
-	s := err.Error()
-	if !strings.HasPrefix(s, "wasmpy:") {
-		s = "wasmpy: " + s
-	}
-	return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ")
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {

@@ -172,7 +172,7 @@ func execAction(c *cli.Context) error {
 		return ferr
 	}
 	if err != nil {
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	if sess != nil {
 		if err := sf.save(sess); err != nil {

@@ -312,7 +312,7 @@ func codeCacheDir(c *cli.Context) (string, error) {
 	if dir == "" {
 		var err error
 		if dir, err = assets.DefaultCacheDir(); err != nil {
-			return "", &exitError{code: exitWasmpy, msg: oneLine(err)}
+			return "", &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 		}
 	}
 	return filepath.Join(dir, "codegen"), nil

@@ -121,7 +121,7 @@ func historyList(c *cli.Context) error {
 	defer st.Close()
 	recs, err := st.List(c.Context, f)
 	if err != nil {
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	if c.Bool("json") {
 		return console.WriteIndented(c.App.Writer, recs)
@@ -174,7 +174,7 @@ func historyShow(c *cli.Context) error {
 		if errors.Is(err, provenance.ErrNotFound) {
 			return &exitError{code: 1, msg: fmt.Sprintf("no execution %s in %s", id, st.Where())}
 		}
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	if c.Bool("json") {
 		return console.WriteIndented(c.App.Writer, r)
@@ -190,7 +190,7 @@ func uniquePrefix(c *cli.Context, st stores.Store, prefix string) (string, error
 	const shown = 5
 	recs, err := st.List(c.Context, provenance.Filter{IDPrefix: prefix, Limit: shown})
 	if err != nil {
-		return "", &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return "", &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	switch len(recs) {
 	case 0:
@@ -202,7 +202,7 @@ func uniquePrefix(c *cli.Context, st stores.Store, prefix string) (string, error
 	if n == shown { // count them all
 		stats, err := st.Stats(c.Context, provenance.Filter{IDPrefix: prefix})
 		if err != nil {
-			return "", &exitError{code: exitWasmpy, msg: oneLine(err)}
+			return "", &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 		}
 		n = 0
 		for _, s := range stats {
@@ -287,7 +287,7 @@ func statsAction(c *cli.Context) error {
 	defer st.Close()
 	stats, err := st.Stats(c.Context, f)
 	if err != nil {
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	if c.Bool("json") {
 		return console.WriteIndented(c.App.Writer, stats)

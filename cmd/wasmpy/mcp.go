@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/mcpserver"
 )
 
@@ -66,12 +67,12 @@ func mcpAction(c *cli.Context) error {
 	srv, err := mcpserver.New(ctx, mcpserver.Config{Executor: ex, Registry: reg, Admission: adm, ExecLimits: lim,
 		Version: wasmpyVersion(), Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	defer srv.Close()
 	err = srv.Run(ctx, mcpserver.NewStdioTransport(c.App.Reader, c.App.Writer))
 	if err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
-		return &exitError{code: exitWasmpy, msg: "mcp: " + oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: "mcp: " + console.OneLine(err)}
 	}
 	return nil
 }

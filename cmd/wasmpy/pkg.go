@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/internal/hostfile"
 	"github.com/wasmpy/wasmpy/packages"
 )
@@ -122,9 +123,9 @@ func pkgErr(err error) error {
 	var le *wasmpy.PreloadError
 	var he *hostfile.Error // a file handed in (--interpreter FILE) refused
 	if errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &he) {
-		return usageErr("%s", strings.TrimPrefix(oneLine(err), "wasmpy: "))
+		return usageErr("%s", strings.TrimPrefix(console.OneLine(err), "wasmpy: "))
 	}
-	return &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}
+	return &exitError{code: exitWasmpy, msg: strings.TrimPrefix(console.OneLine(err), "wasmpy: ")}
 }
 
 func writeFileAtomic(path string, data []byte) error {

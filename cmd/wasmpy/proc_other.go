@@ -2,14 +2,9 @@
 
 package main
 
-import (
-	"os"
-	"os/exec"
-)
+import "os/exec"
 
 // Here (Windows) there is no resident (internal/resident): nothing is
-// spawned or served, and these only keep the CLI building.
+// spawned, and this only keeps the CLI building.
 
 func detach(*exec.Cmd) {}
-
-func pollRead(f, _ *os.File, p []byte) (int, error) { return f.Read(p) }

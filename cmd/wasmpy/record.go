@@ -12,6 +12,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/codegen"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/petrinet"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/provenance/stores"
@@ -61,7 +62,7 @@ func startRecording(c *cli.Context, sb *wasmpy.Sandbox, kind, tier string, limit
 	}
 	if err := st.Begin(c.Context, rec); err != nil {
 		st.Close()
-		return nil, &exitError{code: exitWasmpy, msg: "--record: " + oneLine(err)}
+		return nil, &exitError{code: exitWasmpy, msg: "--record: " + console.OneLine(err)}
 	}
 	return &recording{st: st, rec: rec}, nil
 }
@@ -119,7 +120,7 @@ func (r *recording) end(outcome, why string) {
 
 func (r *recording) save(c *cli.Context) error {
 	if err := r.st.Finish(context.WithoutCancel(c.Context), r.rec); err != nil {
-		return &exitError{code: exitWasmpy, msg: "--record: " + oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: "--record: " + console.OneLine(err)}
 	}
 	fmt.Fprintf(c.App.ErrWriter, "wasmpy: provenance: %s\n", r.rec.ExecutionID)
 	return nil

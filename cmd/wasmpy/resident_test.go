@@ -417,17 +417,17 @@ func TestResidentSocketPermissions(t *testing.T) {
 
 // The configuration the client sends is the one it would load itself.
 func TestResidentWireConfig(t *testing.T) {
-	var cfgs []wireConfig
+	var cfgs []resident.Config
 	app := newApp(strings.NewReader(""), io.Discard, io.Discard)
 	app.Commands = []*cli.Command{{Name: "exec", Flags: execCommand().Flags, Action: func(c *cli.Context) error {
 		cfg, err := sandboxConfig(c)
 		require.NoError(t, err)
-		w := toWire(cfg)
+		w := resident.ConfigOf(cfg)
 		b, err := json.Marshal(w)
 		require.NoError(t, err)
-		var back wireConfig
+		var back resident.Config
 		require.NoError(t, json.Unmarshal(b, &back))
-		require.Equal(t, cfg, back.config())
+		require.Equal(t, cfg, back.Sandbox())
 		cfgs = append(cfgs, w)
 		return nil
 	}}}
@@ -538,7 +538,7 @@ func TestResidentRefusesLargeFrame(t *testing.T) {
 	body := make([]byte, binary.BigEndian.Uint32(head[:]))
 	_, err = io.ReadFull(c, body)
 	require.NoError(t, err)
-	var rep reply
+	var rep resident.Reply
 	require.NoError(t, json.Unmarshal(body, &rep))
 	require.Equal(t, fmt.Sprintf("resident: message too large: %d bytes announced, the limit is %d", resident.MaxRequest+1, resident.MaxRequest), rep.Fallback)
 

@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/internal/hostfile"
 	"github.com/wasmpy/wasmpy/internal/units"
 	"github.com/wasmpy/wasmpy/mcpserver"
@@ -163,14 +164,14 @@ func serveAction(c *cli.Context) error {
 		srv, err := mcpserver.New(ctx, mcpserver.Config{Executor: ex, Registry: reg, Admission: adm, ExecLimits: lim,
 			SkillsOnly: !c.Bool("enable-exec"), Version: wasmpyVersion(), Logger: log, Budgets: mb})
 		if err != nil {
-			return &exitError{code: exitWasmpy, msg: oneLine(err)}
+			return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 		}
 		defer srv.Close()
 		scfg.MCP = srv.Handler()
 	}
 	svc, err := service.New(scfg)
 	if err != nil {
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	if !svc.AsksForTokens() {
 		log.Warn("NO AUTHENTICATION: this service asks for no token: anyone who reaches "+ln.Addr().String()+

@@ -47,14 +47,14 @@ func openSession(c *cli.Context, sb *wasmpy.Sandbox, path string, wait time.Dura
 		sess, err := sb.NewSession(c.Context)
 		if err != nil {
 			sf.close()
-			return nil, nil, 0, &exitError{code: exitWasmpy, msg: "--session: " + strings.TrimPrefix(oneLine(err), "wasmpy: ")}
+			return nil, nil, 0, &exitError{code: exitWasmpy, msg: "--session: " + strings.TrimPrefix(console.OneLine(err), "wasmpy: ")}
 		}
 		return sf, sess, 0, nil
 	}
 	sess, err := sb.RestoreSession(c.Context, f)
 	if err != nil {
 		sf.close()
-		msg := strings.TrimPrefix(oneLine(err), "wasmpy: ")
+		msg := strings.TrimPrefix(console.OneLine(err), "wasmpy: ")
 		if errors.Is(err, wasmpy.ErrSessionSeal) {
 			key, _ := sessionKeyPath()
 			msg += " (your key: " + key + "; a session saved by another user, or by wasmpy before sessions were sealed, cannot be restored)"
@@ -133,7 +133,7 @@ func (sf *sessionFile) save(sess *wasmpy.Session) error {
 	path := sf.path
 	var buf bytes.Buffer
 	if err := sess.Save(&buf); err != nil {
-		return &exitError{code: exitWasmpy, msg: "--session: " + strings.TrimPrefix(oneLine(err), "wasmpy: ")}
+		return &exitError{code: exitWasmpy, msg: "--session: " + strings.TrimPrefix(console.OneLine(err), "wasmpy: ")}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".wasmpy-session-*")
 	if err == nil {
@@ -149,7 +149,7 @@ func (sf *sessionFile) save(sess *wasmpy.Session) error {
 		}
 	}
 	if err != nil {
-		return &exitError{code: exitWasmpy, msg: "--session: saving " + path + ": " + oneLine(unwrap(err))}
+		return &exitError{code: exitWasmpy, msg: "--session: saving " + path + ": " + console.OneLine(unwrap(err))}
 	}
 	return nil
 }

@@ -64,7 +64,7 @@ func setupCommand() *cli.Command {
 			if _, err := exec.LookPath("npm"); err != nil {
 				fmt.Fprintln(w, "npm interpreter: not fetched (no npm client)")
 			} else if path, err := assets.FetchNPM(c.Context, cache); err != nil {
-				fmt.Fprintf(w, "npm interpreter: not fetched: %s\n", oneLine(err))
+				fmt.Fprintf(w, "npm interpreter: not fetched: %s\n", console.OneLine(err))
 			} else {
 				fmt.Fprintf(w, "npm interpreter: %s (verified)\n", path)
 			}
@@ -74,7 +74,7 @@ func setupCommand() *cli.Command {
 				// so the first real run does not pay for it.
 				sb, err := wasmpy.New(c.Context, wasmpy.Config{Interpreter: kind, CacheDir: cache})
 				if err != nil {
-					fmt.Fprintf(w, "%s interpreter: not available: %s\n", kind, oneLine(err))
+					fmt.Fprintf(w, "%s interpreter: not available: %s\n", kind, console.OneLine(err))
 					continue
 				}
 				info := sb.Interpreter()
@@ -103,7 +103,7 @@ func installRelease(c *cli.Context, cache string) error {
 		switch {
 		case err == nil:
 		case errors.As(err, &mismatch) && !explicit:
-			fmt.Fprintf(w, "%s interpreter: built here, and NOT the lock's: %s; kept (`wasmpy setup --from URL` installs the lock's)\n", v, oneLine(err))
+			fmt.Fprintf(w, "%s interpreter: built here, and NOT the lock's: %s; kept (`wasmpy setup --from URL` installs the lock's)\n", v, console.OneLine(err))
 		default:
 			need = append(need, v)
 		}
@@ -141,7 +141,7 @@ func lockWords(kind, cache string) string {
 	case errors.As(err, &mismatch):
 		return fmt.Sprintf("NOT the lock's (it pins %s): built here from other inputs or another toolchain", mismatch.Want)
 	default:
-		return "not verified: " + oneLine(err)
+		return "not verified: " + console.OneLine(err)
 	}
 }
 
@@ -164,7 +164,7 @@ func verifyInstalled(w io.Writer, cache string) error {
 		default:
 			installed++
 			bad++
-			fmt.Fprintf(w, "%s interpreter: FAILED: %s\n", r.Interpreter, oneLine(r.Err))
+			fmt.Fprintf(w, "%s interpreter: FAILED: %s\n", r.Interpreter, console.OneLine(r.Err))
 		}
 	}
 	switch {

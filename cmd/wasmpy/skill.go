@@ -114,7 +114,7 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...
 	}
 	ex, err := runs.NewExecutor(c.Context, ecfg)
 	if err != nil {
-		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}
+		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(console.OneLine(err), "wasmpy: ")}
 	}
 	return ex, nil
 }
@@ -157,7 +157,7 @@ func startSkills(ctx context.Context, c *cli.Context, ex *runs.Executor, dirs []
 	reg, err := skills.StartDirs(ctx, srcs, opts)
 	switch {
 	case errors.Is(err, skills.ErrRegistered):
-		return nil, &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return nil, &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	case err != nil:
 		return nil, usageErr("%s", strings.TrimPrefix(err.Error(), "skills: "))
 	}
@@ -359,7 +359,7 @@ func skillRun(c *cli.Context) error {
 	case errors.As(err, &se):
 		return usageErr("%s: %s", name, se.Message)
 	case err != nil:
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	w, ew := c.App.Writer, c.App.ErrWriter
 	if c.Bool("json") {
@@ -425,7 +425,7 @@ func openStore(c *cli.Context) (stores.Store, error) {
 		return nil, usageErr("--db: %s", strings.TrimPrefix(err.Error(), "provenance: "))
 	}
 	if err != nil {
-		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(oneLine(err), "wasmpy: ")}
+		return nil, &exitError{code: exitWasmpy, msg: strings.TrimPrefix(console.OneLine(err), "wasmpy: ")}
 	}
 	return st, nil
 }

@@ -69,7 +69,7 @@ func tokenCreate(c *cli.Context) error {
 		if errors.Is(err, provenance.ErrExists) {
 			return &exitError{code: 1, msg: fmt.Sprintf("token create: a token called %q exists in %s (token delete %s first)", name, st.Where(), name)}
 		}
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	fmt.Fprintln(c.App.Writer, secret)
 	fmt.Fprintf(c.App.ErrWriter, "wasmpy: token %q (role %s, max tier %s) created in %s; it is shown only this once\n",
@@ -92,7 +92,7 @@ func tokenList(c *cli.Context) error {
 	defer st.Close()
 	toks, err := st.ListTokens(c.Context)
 	if err != nil {
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	if c.Bool("json") {
 		return console.WriteIndented(c.App.Writer, toks)
@@ -119,7 +119,7 @@ func tokenDelete(c *cli.Context) error {
 		if errors.Is(err, provenance.ErrNotFound) {
 			return &exitError{code: 1, msg: fmt.Sprintf("token delete: no token called %q in %s", name, st.Where())}
 		}
-		return &exitError{code: exitWasmpy, msg: oneLine(err)}
+		return &exitError{code: exitWasmpy, msg: console.OneLine(err)}
 	}
 	fmt.Fprintf(c.App.ErrWriter, "wasmpy: token %q deleted\n", name)
 	return nil

@@ -103,3 +103,13 @@ func WriteIndented(w io.Writer, v any) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// OneLine is err as one line of a message: "wasmpy: " first, once, and its
+// newlines joined.
+func OneLine(err error) string {
+	s := err.Error()
+	if !strings.HasPrefix(s, "wasmpy:") {
+		s = "wasmpy: " + s
+	}
+	return strings.ReplaceAll(strings.TrimSpace(s), "\n", " ")
+}

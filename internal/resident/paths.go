@@ -1,8 +1,12 @@
-// Package resident is the transport between wasmpy's CLI and its per-user
-// resident process (see cmd/wasmpy/resident.go): where the socket lives,
-// who may connect, how messages are framed, and how a client's standard
-// streams travel to the resident (SCM_RIGHTS), so that the resident writes
-// to the client's own terminal, pipe or file.
+// Package resident is wasmpy's per-user resident process, which keeps
+// sandboxes loaded so that `wasmpy exec` hands it its run: the server
+// (Server: a sandbox per configuration, a run per client, the idle exit),
+// the protocol between it and the CLI (Request, Job, Reply), and the
+// transport: where the socket lives, who may connect, how messages are
+// framed, and how a client's standard streams travel to the resident
+// (SCM_RIGHTS), so that the resident writes to the client's own terminal,
+// pipe or file. The CLI's commands and its hand-off are in cmd/wasmpy
+// (resident.go, handoff.go).
 //
 // Both ends check the other's credentials (SO_PEERCRED): only a process of
 // the same user is served, and a client talks only to a resident of its

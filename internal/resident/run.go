@@ -1,4 +1,4 @@
-package main
+package resident
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/internal/console"
-	"github.com/wasmpy/wasmpy/internal/resident"
 )
 
 var (
@@ -19,16 +18,16 @@ var (
 	errBrokenPipe = errors.New("the client's reader is gone")
 )
 
-// run serves one client's exec run as execAction would in the client:
+// run serves one client's exec run as exec would in the client:
 // the same streams, terminal and signal handling, on the client's own
 // stdin, stdout and stderr.
-func (s *server) run(conn *resident.Conn, rj *remoteJob, stdin, stdout, stderr *os.File) {
+func (s *Server) run(conn *Conn, rj *Job, stdin, stdout, stderr *os.File) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 4)
 	go func() { // the client's signals; its end (killed, say) stops the run
 		for {
-			var m request
+			var m Request
 			files, err := conn.Recv(&m)
 			closeFiles(files)
 			if err != nil {
@@ -54,13 +53,13 @@ func (s *server) run(conn *resident.Conn, rj *remoteJob, stdin, stdout, stderr *
 		if sig == syscall.SIGTERM {
 			status = console.ExitSIGTERM
 		}
-		conn.Send(reply{Result: console.NotRun(status, "interrupted while the sandbox was loading"), AtLineStart: true})
+		conn.Send(Reply{Result: console.NotRun(status, "interrupted while the sandbox was loading"), AtLineStart: true})
 		return
 	case <-ctx.Done():
 		return
 	}
 	if l.err != nil {
-		conn.Send(reply{Fallback: oneLine(l.err)}) // the client says it as it would have
+		conn.Send(Reply{Fallback: console.OneLine(l.err)}) // the client says it as it would have
 		return
 	}
 	job := wasmpy.Job{Code: rj.Code, Filename: rj.Filename, Args: rj.Args, Module: rj.Module, Limits: rj.Limits, Grants: rj.Grants, HTTP: rj.HTTP,
@@ -68,7 +67,7 @@ func (s *server) run(conn *resident.Conn, rj *remoteJob, stdin, stdout, stderr *
 	if rj.App != "" {
 		app, err := wasmpy.OpenApp(rj.App)
 		if err != nil {
-			conn.Send(reply{Fallback: oneLine(err)})
+			conn.Send(Reply{Fallback: console.OneLine(err)})
 			return
 		}
 		defer app.Close()
@@ -78,7 +77,7 @@ func (s *server) run(conn *resident.Conn, rj *remoteJob, stdin, stdout, stderr *
 	case "fd":
 		in, err := newStdinReader(stdin)
 		if err != nil {
-			conn.Send(reply{Fallback: oneLine(err)})
+			conn.Send(Reply{Fallback: console.OneLine(err)})
 			return
 		}
 		defer in.Close()
@@ -98,9 +97,9 @@ func (s *server) run(conn *resident.Conn, rj *remoteJob, stdin, stdout, stderr *
 	if out != nil {
 		out.Flush()
 	}
-	rep := reply{Result: res, Stop: stop, AtLineStart: out == nil || out.AtLineStart(), Broken: pipes.broken()}
+	rep := Reply{Result: res, Stop: stop, AtLineStart: out == nil || out.AtLineStart(), Broken: pipes.broken()}
 	if err != nil {
-		rep.Result, rep.Err = nil, oneLine(err)
+		rep.Result, rep.Err = nil, console.OneLine(err)
 	}
 	if rj.Out && res != nil {
 		rep.Files = map[string][]byte{}
@@ -182,4 +181,34 @@ func (r *stdinReader) Read(p []byte) (int, error) { return pollRead(r.f, r.stop,
 func (r *stdinReader) Close() error {
 	r.once.Do(func() { r.wake.Close() })
 	return nil
+}
+
+// ForwardSignals sends the resident the signals a client gets during its
+// run; stop ends that and returns what it sent.
+func ForwardSignals(conn *Conn, sigs chan os.Signal) (stop func() []os.Signal) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var sent []os.Signal
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case s := <-sigs:
+				name := "SIGINT"
+				if s == syscall.SIGTERM {
+					name = "SIGTERM"
+				}
+				sent = append(sent, s)
+				conn.Send(Request{Signal: name})
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() []os.Signal {
+		close(done)
+		wg.Wait()
+		return sent
+	}
 }
