@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/internal/console"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/internal/testing/llmtest"
 )
 

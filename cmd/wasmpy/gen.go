@@ -14,8 +14,8 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/codegen"
-	"github.com/wasmpy/wasmpy/internal/console"
 	"github.com/wasmpy/wasmpy/llm"
 	"github.com/wasmpy/wasmpy/provenance"
 	"github.com/wasmpy/wasmpy/runs"

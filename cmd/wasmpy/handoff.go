@@ -14,7 +14,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
-	"github.com/wasmpy/wasmpy/internal/resident"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/resident"
 )
 
 // exec's side of the resident (internal/resident): handing it a run, or

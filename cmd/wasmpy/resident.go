@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/internal/console"
-	"github.com/wasmpy/wasmpy/internal/resident"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/console"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/resident"
 )
 
 // `wasmpy resident`: the commands that start, stop and ask the user's

@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/urfave/cli/v2"
 
-	"github.com/wasmpy/wasmpy/internal/console"
-	"github.com/wasmpy/wasmpy/internal/resident"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/console"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/resident"
 )
 
 // TestMain gives every test that runs the binary a runtime and a config dir of its own,

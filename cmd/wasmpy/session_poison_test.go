@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/internal/console"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/console"
 )
 
 // A turn that rebinds what starts the next turn's runner: the next turn

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/internal/console"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/console"
 )
 
 // notifySignals catches SIGINT and SIGTERM from now on, so that one that

@@ -13,7 +13,7 @@ import (
 
 	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/assets"
-	"github.com/wasmpy/wasmpy/internal/console"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/console"
 )
 
 // The resident is a per-user process that keeps the interpreter compiled

@@ -10,7 +10,7 @@ import (
 	"syscall"
 
 	"github.com/wasmpy/wasmpy"
-	"github.com/wasmpy/wasmpy/internal/console"
+	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/console"
 )
 
 var (
