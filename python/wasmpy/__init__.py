@@ -16,7 +16,9 @@ WebAssembly), and define functions whose bodies an LLM writes.
         'hello-world'
         '''
 
-Standard library only; Python 3.9+.
+Standard library only; Python 3.9+. This is the host's client: code inside
+the sandbox imports a module of its own called wasmpy (show, the exception
+classes), which this package is not.
 """
 __version__ = "0.1.0"
 
