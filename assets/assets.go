@@ -297,6 +297,8 @@ func Files(opts Options) ([]string, error) {
 		return []string{npmPath(cache)}, nil
 	case Core:
 		return build(CoreDir(cache)), nil
+	case Sci:
+		return build(SciDir(cache)), nil
 	case NPM:
 		return []string{npmPath(cache)}, nil
 	}

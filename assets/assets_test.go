@@ -126,3 +126,24 @@ func TestLoadStamps(t *testing.T) {
 	_, err = Load(Options{CacheDir: cache})
 	require.NoError(t, err)
 }
+
+// Files names the files of the build each selection loads, so a resident
+// notices when that build changes (sci was once taken for a path: a
+// rebuilt sci went unnoticed).
+func TestFilesOfEachSelection(t *testing.T) {
+	cache := t.TempDir()
+	buildFiles := func(dir string) []string {
+		return []string{filepath.Join(dir, "manifest.json"), filepath.Join(dir, "python.wasm"), filepath.Join(dir, "python313.zip")}
+	}
+	for sel, want := range map[string][]string{
+		Core:     buildFiles(CoreDir(cache)),
+		"wasmpy": buildFiles(CoreDir(cache)),
+		Sci:      buildFiles(SciDir(cache)),
+		NPM:      {npmPath(cache)},
+		"":       {npmPath(cache)}, // no core build in this cache
+	} {
+		got, err := Files(Options{Select: sel, CacheDir: cache})
+		require.NoError(t, err, sel)
+		require.Equal(t, want, got, "selection %q", sel)
+	}
+}
