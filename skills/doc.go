@@ -30,7 +30,7 @@
 // every change on the store's audit trail, and every replica over the store
 // serves them (Registry.Sync, Registry.Runnable).
 //
-// Refusals are *Error, with a stable code (register.go's, and package
+// Refusals are *Error, with a stable code (versions.go's, and package
 // runs' for runs). The records of runs are provenance.Records, kept by a
 // provenance.Store (SQLite or PostgreSQL: package provenance/stores opens
 // either); package service is the HTTP API over a runs.Executor and a

@@ -3,7 +3,7 @@ package skills
 import "github.com/wasmpy/wasmpy"
 
 // Error is a refusal with a stable code, the one error shape of every front
-// end's answers: the registry's (register.go's codes), and package runs'
+// end's answers: the registry's (versions.go's codes), and package runs'
 // for a run refused or that did not produce a valid output.
 type Error struct {
 	Code    string `json:"code"`
