@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command run times the toy interpreters gen.py writes: WASI commands under
 // wazero and wasmtime, plain and instrumented with internal/fuel as wasmpy
 // instruments its interpreter, beside native builds of the same source,
