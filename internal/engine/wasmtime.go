@@ -133,14 +133,12 @@ func (w *wtEngine) compile(wasm []byte, cacheDir string) (*wasmtime.Module, erro
 	return m, nil
 }
 
-// link defines the host functions: WASI's (wasi.go) and ours (seam.go).
+// link defines the host functions: WASI's (wasi.go) and ours (seam.go),
+// through our trampoline (wasmtime_hostcall.go).
 func (w *wtEngine) link() (*wasmtime.Linker, error) {
 	l := wasmtime.NewLinker(w.engine)
-	for _, f := range append(append([]hostFunc{}, wasiFuncs...), hostFuncs...) {
-		ty := wasmtime.NewFuncType(valTypes(f.params), valTypes(f.results))
-		if err := l.FuncNew(f.module, f.name, ty, wtHostFunc(f)); err != nil {
-			return nil, fmt.Errorf("wasmpy: host function %s.%s: %w", f.module, f.name, err)
-		}
+	if err := defineHostFuncs(l); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
@@ -156,38 +154,6 @@ func valTypes(sig string) []*wasmtime.ValType {
 	return t
 }
 
-// wtHostFunc is f as a wasmtime callback. A panic that stops the run
-// (errFuel, errStopped, an exit) becomes a trap, and the instance keeps
-// the error for its call to return.
-func wtHostFunc(f hostFunc) func(*wasmtime.Caller, []wasmtime.Val) ([]wasmtime.Val, *wasmtime.Trap) {
-	return func(c *wasmtime.Caller, args []wasmtime.Val) (results []wasmtime.Val, trap *wasmtime.Trap) {
-		in := c.Data().(*wtInstance)
-		prev := in.cur
-		in.cur = c
-		defer func() { in.cur = prev }()
-		stack := make([]uint64, max(len(args), len(f.results)))
-		for i, a := range args {
-			if a.Kind() == wasmtime.KindI64 {
-				stack[i] = uint64(a.I64())
-			} else {
-				stack[i] = uint64(uint32(a.I32()))
-			}
-		}
-		if err := in.serve(f, stack); err != nil {
-			return nil, wasmtime.NewTrap(err.Error())
-		}
-		results = make([]wasmtime.Val, len(f.results))
-		for i, c := range f.results {
-			if c == 'I' {
-				results[i] = wasmtime.ValI64(int64(stack[i]))
-			} else {
-				results[i] = wasmtime.ValI32(int32(uint32(stack[i])))
-			}
-		}
-		return results, nil
-	}
-}
-
 // wtInstance is one instance in its own store.
 type wtInstance struct {
 	store *wasmtime.Store
@@ -199,6 +165,12 @@ type wtInstance struct {
 	err   error // what stopped the instance, kept from the host function that did
 	ms    memState
 	funcs map[string]*wasmtime.Func
+
+	// view is the memory during a host call, until a call back into the
+	// instance; storeIndex the binding's index of the store, by which the
+	// trampoline finds the instance (see register).
+	view       memBytes
+	storeIndex uintptr
 }
 
 // serve runs a host function, turning the panic that stops a run into an
@@ -241,6 +213,7 @@ func (in *wtInstance) export(name string) exportFunc {
 			vals[i] = int32(uint32(a))
 		}
 		r, err := fn.Call(in.cur, vals...)
+		in.view = nil // the call may have grown the memory
 		if err != nil {
 			return 0, in.callError(err)
 		}
@@ -285,6 +258,9 @@ func (in *wtInstance) callError(err error) error {
 }
 
 func (in *wtInstance) memory() guestMemory {
+	if in.view != nil {
+		return in.view
+	}
 	return memBytes(in.mem.UnsafeData(in.cur))
 }
 
@@ -303,6 +279,7 @@ func (w *wtEngine) instantiate(ctx context.Context, st *runState, limit uint64, 
 	in := &wtInstance{funcs: map[string]*wasmtime.Func{}}
 	in.store = wasmtime.NewStoreWithData(w.engine, in)
 	in.cur = in.store
+	in.register()
 	if !customMemory {
 		in.store.Limiter(int64(limit), -1, -1, -1, -1)
 	}
@@ -339,6 +316,7 @@ func (in *wtInstance) close() {
 	if s == nil {
 		return
 	}
+	in.unregister()
 	in.store, in.cur = nil, nil
 	runtime.SetFinalizer(s, nil)
 	ptr := *(**C.wasmtime_store_t)(unsafe.Pointer(s)) // Store's first field, _ptr
