@@ -81,6 +81,9 @@ func DecodeArgs(raw json.RawMessage, v any) error {
 			return err
 		}
 	}
+	if fastDecode(raw, v) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
