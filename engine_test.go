@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,12 +35,6 @@ func TestEngineNamed(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, name, res.Engine)
 		require.Equal(t, "42\n", res.Stdout)
-		if name != "wazero" { // sessions are wazero's only: refused clearly
-			_, err := sb.NewSession(context.Background())
-			require.ErrorIs(t, err, wasmpy.ErrSessionEngine)
-			_, err = sb.RestoreSession(context.Background(), strings.NewReader("x"))
-			require.ErrorIs(t, err, wasmpy.ErrSessionEngine)
-		}
 		require.NoError(t, sb.Close(context.Background()))
 	}
 }

@@ -203,9 +203,6 @@ func (s *Sandbox) NewSession(ctx context.Context) (*Session, error) {
 	if s.interp.Kind != "core" {
 		return nil, errors.New("wasmpy: sessions need the core interpreter build")
 	}
-	if s.engine.Name() != engine.Wazero {
-		return nil, ErrSessionEngine
-	}
 	return s.openSession(newSessionID(), &sessionState{overlay: &workspace.Overlay{}}, 0)
 }
 

@@ -228,9 +228,6 @@ func (s *Sandbox) RestoreSession(ctx context.Context, r io.Reader) (*Session, er
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	if s.engine.Name() != engine.Wazero {
-		return nil, ErrSessionEngine
-	}
 	max := s.sessions.limits.MaxStateBytes
 	raw, err := readSaved(r, max)
 	if err != nil {

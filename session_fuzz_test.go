@@ -24,10 +24,6 @@ func FuzzRestoreSession(f *testing.F) {
 		f.Skip("sessions need the core interpreter build")
 	}
 	sess, err := sb.NewSession(context.Background())
-	if sb.Interpreter().Engine != "wazero" {
-		require.ErrorIs(f, err, wasmpy.ErrSessionEngine)
-		f.Skip("sessions run on wazero only")
-	}
 	require.NoError(f, err)
 	res, err := sess.Run(context.Background(), wasmpy.Job{Code: "x = 1\nwrite_file('a', 'b')", Grants: files})
 	require.NoError(f, err)

@@ -191,8 +191,7 @@ type Config struct {
 	SessionKey []byte
 	// Engine runs the interpreter: "wazero" (pure Go; "" means it) or
 	// "wasmtime" (Cranelift through cgo, faster on CPU-bound code; only in
-	// a binary built with `-tags wasmtime`, see Engines). Sessions run on
-	// wazero only.
+	// a binary built with `-tags wasmtime`, see Engines).
 	Engine string
 	// MaxConcurrent bounds the runs (and session turns) in progress at
 	// once; the rest wait for a slot, as long as their ctx allows, before
@@ -209,11 +208,6 @@ func Engines() []string { return engine.Engines() }
 // ErrNoWasmtime is New's error for Config.Engine "wasmtime" in a binary
 // built without the wasmtime tag.
 var ErrNoWasmtime = engine.ErrNoWasmtime
-
-// ErrSessionEngine is NewSession's and RestoreSession's error on an engine
-// other than wazero: a session keeps its memory as page deltas over
-// wazero's mapped image, which wasmtime runs do not have yet.
-var ErrSessionEngine = engine.ErrSessionEngine
 
 // CheckEngine reports an engine name this binary cannot run (Config.Engine):
 // an unknown one, or wasmtime in a binary built without it.

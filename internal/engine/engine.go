@@ -219,7 +219,10 @@ func (e *Engine) Close(ctx context.Context) error {
 	if e.alt != nil {
 		e.runs.Lock()
 		defer e.runs.Unlock()
-		return e.alt.close()
+		if e.base != nil && e.image != nil && e.image.fd >= 0 {
+			unmap(e.base)
+		}
+		return e.alt.close() // closes the image
 	}
 	e.stopAhead()
 	e.stopParking()
@@ -389,11 +392,6 @@ func argv0(filename string) string {
 	return filename
 }
 
-// ErrSessionEngine is Run's error for a session's turn on an engine other
-// than wazero: sessions keep their memory as page deltas over wazero's
-// mapped image, which the other engines do not have yet.
-var ErrSessionEngine = errors.New("wasmpy: sessions run on the wazero engine only, not on wasmtime (yet): use --engine wazero")
-
 // ErrForeignState is Run's error for a State made by an engine with
 // another image (see Engine.Key).
 var ErrForeignState = errors.New("wasmpy: the session state was made for another interpreter, standard library, package sets or preload")
@@ -419,9 +417,6 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	if (r.Session || r.From != nil) && e.interp.Kind != assets.Core {
 		return nil, errors.New("wasmpy: sessions need the core interpreter build")
-	}
-	if (r.Session || r.From != nil) && e.alt != nil {
-		return nil, ErrSessionEngine
 	}
 	if r.From != nil && r.From.key != e.key {
 		return nil, ErrForeignState
@@ -476,7 +471,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	var mem *memory
 	var p *parked
 	if e.alt != nil {
-		if st, err = e.alt.next(); err != nil {
+		if st, err = e.alt.next(r.From, memLimit); err != nil {
 			return nil, err
 		}
 	} else if e.interp.Kind == assets.Core {
@@ -523,11 +518,16 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	}
 	start := time.Now()
 	var runErr error
+	ret := int32(-1) // the runner's result, where there is a runner
 	if e.alt != nil {
-		mem, runErr = e.alt.run(runCtx, st, memLimit, budget)
+		var ar altRun
+		ar, runErr = e.alt.run(runCtx, st, memLimit, budget, r.Session)
+		defer ar.release()
+		mem, ret = ar.mem, ar.ret
 	} else if p != nil {
 		defer p.close()
 		runErr = p.run(runCtx, memLimit, budget)
+		ret = p.ret
 	} else {
 		ctx := experimental.WithMemoryAllocator(context.WithValue(runCtx, stateKey{}, st), mem)
 		runErr = e.runCommand(ctx, e.moduleConfig(st), string(jobJSON), st.meter, budget)
@@ -549,12 +549,13 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		out.Stderr, rep = cutReport(out.Stderr, j.Nonce)
 	}
 	e.classify(out, r, runCtx, runErr, rep, mem, st.meter, stdout.limit)
-	if r.Session && p != nil && runErr == nil && p.ret == 0 && keeps(out.Failure) {
+	if r.Session && runErr == nil && ret == 0 && keeps(out.Failure) {
 		if out.State, err = e.capture(mem, r.From); err != nil {
 			return nil, err
 		}
 	}
 	switch {
+	case e.alt != nil: // its turns lay their instances when they come
 	case out.State != nil:
 		e.parkAhead(out.State)
 	case r.From != nil: // the session stays where it was

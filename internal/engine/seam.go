@@ -60,15 +60,27 @@ var newWasmtime func(ctx context.Context, e *Engine, cfg Config) (altEngine, err
 // state (streams, clock, random, file systems, host calls), the meter, the
 // host functions and how an outcome is classified.
 type altEngine interface {
-	// next is the state of the instance the next run gets (made ahead
-	// where the engine can), for the run to bind before calling run.
-	next() (*runState, error)
+	// next is the state of the instance the next run gets, for the run to
+	// bind before calling run: one made ahead where the engine can, or,
+	// for a session's turn from a state (from not nil), a fresh one with
+	// from's pages laid over the image and limit as its memory limit, whose
+	// runner starts only inside run.
+	next(from *State, limit uint64) (*runState, error)
 	// run runs the job bound to st (from next) in its fresh instance, with
 	// the memory limit and fuel budget, and returns the memory it used and
 	// the error the instance's call ended with (a trap, an exit, a stop).
-	// It closes st.ready, letting the runner take its job.
-	run(ctx context.Context, st *runState, memLimit uint64, budget int64) (*memory, error)
+	// It closes st.ready, letting the runner take its job. With hold, the
+	// instance's memory stays readable in altRun.mem (buf, and mapping
+	// where the image is mapped) until release, for a session's capture.
+	run(ctx context.Context, st *runState, memLimit uint64, budget int64, hold bool) (altRun, error)
 	close() error
+}
+
+// altRun is what an altEngine's run leaves.
+type altRun struct {
+	mem     *memory
+	ret     int32  // the runner's PyRun_SimpleString result: 0 when it ended normally
+	release func() // lets a held instance go; always set
 }
 
 // instance is one instance of the interpreter as the shared code needs it,

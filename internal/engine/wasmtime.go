@@ -100,6 +100,7 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	if err := w.snapshot(ctx, cacheDir); err != nil {
 		return nil, err
 	}
+	e.image = w.img // a session's states are pages over it (state.go)
 	if customMemory {
 		w.nextCh = w.parkAhead()
 	}
@@ -397,22 +398,30 @@ func (w *wtEngine) learnHotPages() []pageRun {
 	w.nextMu.Unlock()
 	j, _ := json.Marshal(job{Filename: "<string>", Argv: []string{"<string>"}})
 	st.bind(context.Background(), &Run{Code: "print(1)"}, j, io.Discard, io.Discard)
-	if _, err := w.run(context.Background(), st, DefaultMemoryLimit, math.MaxInt64); err != nil {
+	if _, err := w.run(context.Background(), st, DefaultMemoryLimit, math.MaxInt64, false); err != nil {
 		return nil
 	}
 	return hot
 }
 
 // wtParked is an instance made ahead of its run, as wazero's parked ones
-// are: the image in its memory, its runner started and waiting in _job.
+// are: the image in its memory and its runner started and waiting in _job;
+// or, for a session's turn from a state, the state's pages over the image
+// and no runner yet (started inside the run).
 type wtParked struct {
-	in     *wtInstance
-	st     *runState
-	mem    *memory
-	cancel context.CancelCauseFunc
-	flag   *C.int32_t    // its epoch stop flag, for an unmetered engine
-	done   chan struct{} // closed when its runner's call has returned
-	err    error         // what the call returned
+	in      *wtInstance
+	st      *runState
+	mem     *memory
+	cancel  context.CancelCauseFunc
+	flag    *C.int32_t    // its epoch stop flag, for an unmetered engine
+	started bool          // its runner is started
+	fail    error         // why it cannot run (a state past the run's memory limit)
+	done    chan struct{} // closed when its runner's call has returned
+	err     error         // what the call returned
+	ret     int32         // and its result: 0 when the runner ended normally
+	// hold, when set before the runner starts, keeps the instance (its
+	// memory readable in mem) after its call until it is closed.
+	hold chan struct{}
 	// learn, when set, sees the memory once the call has returned (see
 	// snapshot); set it before the run.
 	learn func(mem []byte)
@@ -423,13 +432,18 @@ type wtParkResult struct {
 	err error
 }
 
-// park makes an instance for st with its memory limited to limit and
-// starts its runner, which waits for its job.
-func (w *wtEngine) park(st *runState, limit uint64) (*wtParked, error) {
+// blank makes an instance for st with its memory limited to limit, the
+// image in its memory (and from's pages over it, when from is not nil),
+// grown to the size of either. No guest code runs.
+func (w *wtEngine) blank(st *runState, limit uint64, from *State) (*wtParked, error) {
 	mem := &memory{limit: limit}
-	if uint64(w.img.size) > limit {
+	size := uint64(w.img.size)
+	if from != nil {
+		size = max(size, from.size)
+	}
+	if size > limit {
 		mem.refused.Store(true)
-		return &wtParked{mem: mem}, fmt.Errorf("the interpreter needs %d bytes of memory at start", w.img.size)
+		return &wtParked{mem: mem}, fmt.Errorf("the interpreter needs %d bytes of memory at start", size)
 	}
 	ctx, cancel := context.WithCancelCause(w.e.alive)
 	in, err := w.instantiate(ctx, st, limit, guestEnv(), w.img)
@@ -442,45 +456,83 @@ func (w *wtEngine) park(st *runState, limit uint64) (*wtParked, error) {
 		in.close()
 		return &wtParked{mem: mem}, err
 	}
-	if cur := in.mem.DataSize(in.store); uintptr(w.img.size) > cur {
-		if _, err := in.mem.Grow(in.store, uint64((uintptr(w.img.size)-cur)/65536)); err != nil {
+	if cur := uint64(in.mem.DataSize(in.store)); size > cur {
+		if _, err := in.mem.Grow(in.store, (size-cur)/65536); err != nil {
 			mem.refused.Store(true)
 			return fail(fmt.Errorf("memory for the image refused: %w", err))
 		}
 	}
+	data := in.mem.UnsafeData(in.store)
+	view := &memory{buf: data}
 	if in.ms.mapped(w.img) {
-		prefault(w.img, in.mem.UnsafeData(in.store)) // the pages a small run writes, copied ahead
+		view.mapping = data
+		prefault(w.img, data) // the pages a small run writes, copied ahead
 	} else {
-		copy(in.mem.UnsafeData(in.store), w.img.data)
+		copy(data, w.img.data)
+	}
+	if from != nil {
+		if err := from.apply(view); err != nil {
+			return fail(fmt.Errorf("wasmpy: start instance: %w", err))
+		}
 	}
 	st.intr.in, st.intr.ctx = in, in.ctx
-	// The runner's start is not the run's, but it is bounded as wazero's
-	// parked start is (parkFuel): the run's budget replaces it at _job.
-	st.meter.startCounter(in.counter(), parkFuel)
-	mem.peak.Store(uint64(w.img.size))
+	mem.peak.Store(size)
 	p := &wtParked{in: in, st: st, mem: mem, cancel: cancel, done: make(chan struct{})}
 	if w.epochs != nil {
 		p.flag = w.epochs.arm(in.store)
 	}
-	// The instance runs in a goroutine of its own: it waits for its job
-	// there, and a run stopped while its guest waits in a host call (a
-	// blocked stream) returns as a wazero run does, after stopGrace,
-	// leaving the instance to end.
+	return p, nil
+}
+
+// launch starts p's runner, PyRun_SimpleString of the image's entry, with
+// budget units of fuel. The instance runs in a goroutine of its own: it
+// waits for its job there, and a run stopped while its guest waits in a
+// host call (a blocked stream) returns as a wazero run does, after
+// stopGrace, leaving the instance to end.
+func (w *wtEngine) launch(p *wtParked, budget int64) {
+	in, st, mem := p.in, p.st, p.mem
+	p.started = true
+	st.meter.startCounter(in.counter(), budget)
 	w.lingering.Add(1)
 	go func() {
 		defer w.lingering.Done()
 		defer in.close()
-		_, p.err = callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
+		var r uint64
+		r, p.err = callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
+		p.ret = int32(r)
 		st.meter.stop()
-		mem.peak.Store(uint64(in.mem.DataSize(in.store)))
+		data := in.mem.UnsafeData(in.store)
+		mem.peak.Store(uint64(len(data)))
 		if in.ms.refused() {
 			mem.refused.Store(true)
 		}
 		if p.learn != nil {
-			p.learn(in.mem.UnsafeData(in.store))
+			p.learn(data)
+		}
+		if p.hold != nil {
+			mem.buf = data
+			if in.ms.mapped(w.img) {
+				mem.mapping = data
+			}
 		}
 		close(p.done)
+		if p.hold != nil {
+			<-p.hold
+			mem.buf, mem.mapping = nil, nil
+		}
 	}()
+}
+
+// park makes an instance for st with its memory limited to limit and
+// starts its runner, which waits for its job.
+func (w *wtEngine) park(st *runState, limit uint64) (*wtParked, error) {
+	p, err := w.blank(st, limit, nil)
+	if err != nil {
+		return p, err
+	}
+	// The runner's start is not the run's, but it is bounded as wazero's
+	// parked start is (parkFuel): the run's budget replaces it at _job.
+	w.launch(p, parkFuel)
 	select {
 	case <-st.waiting:
 		return p, nil
@@ -489,7 +541,7 @@ func (w *wtEngine) park(st *runState, limit uint64) (*wtParked, error) {
 		if st.meter.exhausted() {
 			why = fmt.Sprintf("it ran past %d units of fuel (a preloaded module's code?)", parkFuel)
 		}
-		return &wtParked{mem: mem}, fmt.Errorf("wasmpy: start instance: the runner ended before asking for its job: %s", why)
+		return &wtParked{mem: p.mem}, fmt.Errorf("wasmpy: start instance: the runner ended before asking for its job: %s", why)
 	}
 }
 
@@ -504,8 +556,21 @@ func (w *wtEngine) parkAhead() chan wtParkResult {
 }
 
 // next hands the instance parked ahead to a run (where memories are ours,
-// so its limit can be set when the run comes) and parks the next one.
-func (w *wtEngine) next() (*runState, error) {
+// so its limit can be set when the run comes) and parks the next one; a
+// session's turn from a state gets an instance laid from it.
+func (w *wtEngine) next(from *State, limit uint64) (*runState, error) {
+	if from != nil {
+		st := newRunState(w.e.newMeter())
+		p, err := w.blank(st, limit, from)
+		if err != nil && !p.mem.refused.Load() {
+			return nil, err
+		}
+		p.fail = err // a state past the limit: the run fails with KindMemory
+		w.nextMu.Lock()
+		w.taken[st] = p
+		w.nextMu.Unlock()
+		return st, nil
+	}
 	if !customMemory {
 		return newRunState(w.e.newMeter()), nil
 	}
@@ -528,41 +593,67 @@ func (w *wtEngine) next() (*runState, error) {
 	return r.p.st, nil
 }
 
-func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget int64) (*memory, error) {
+func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget int64, hold bool) (altRun, error) {
 	w.nextMu.Lock()
 	p, ok := w.taken[st]
 	delete(w.taken, st)
 	w.nextMu.Unlock()
+	ar := altRun{ret: -1, release: func() {}}
 	if !ok {
 		var err error
 		if p, err = w.park(st, limit); err != nil {
-			return p.mem, err
+			ar.mem = p.mem
+			return ar, err
 		}
-	} else if p.mem.limit = limit; !p.in.ms.limit(limit) {
+	} else if p.fail != nil {
+		ar.mem = p.mem
+		return ar, p.fail
+	} else if p.mem.limit = limit; p.started && !p.in.ms.limit(limit) {
 		p.mem.refused.Store(true)
 		p.cancel(errDiscarded)
-		return p.mem, fmt.Errorf("the interpreter needs more than %d bytes of memory at start", limit)
+		ar.mem = p.mem
+		return ar, fmt.Errorf("the interpreter needs more than %d bytes of memory at start", limit)
 	}
-	st.onJob = func() { st.meter.reset(budget) }
+	ar.mem = p.mem
+	if hold {
+		if p.started { // the hold must be set before the runner's call returns: it waits in _job
+			p.hold = make(chan struct{})
+		}
+	}
+	if p.started {
+		st.onJob = func() { st.meter.reset(budget) }
+	} else {
+		// Laid from a state: whatever the guest left there runs from the
+		// runner's start, under the run's budget and limits.
+		if hold {
+			p.hold = make(chan struct{})
+		}
+		w.launch(p, budget)
+	}
+	if p.hold != nil {
+		var once sync.Once
+		ar.release = func() { once.Do(func() { close(p.hold) }) }
+	}
 	if w.epochs != nil {
 		stopWatch := w.epochs.watch(ctx, p.flag)
 		go func() { <-p.done; stopWatch() }()
 	}
 	defer context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })()
 	close(st.ready)
+	finished := func() (altRun, error) { ar.ret = p.ret; return ar, p.err }
 	select {
 	case <-p.done:
 		p.cancel(errDiscarded)
-		return p.mem, p.err
+		return finished()
 	case <-ctx.Done():
 	}
 	grace := time.NewTimer(stopGrace)
 	defer grace.Stop()
 	select {
 	case <-p.done:
-		return p.mem, p.err
+		return finished()
 	case <-grace.C:
-		return p.mem, errLeftToStop
+		return ar, errLeftToStop
 	}
 }
 
