@@ -602,3 +602,61 @@ func TestSessionImportPolicy(t *testing.T) {
 	require.Nil(t, res.Error, "a turn without a policy is not held to the last one's")
 	require.Equal(t, "2\n", res.Stdout)
 }
+
+// A session is engine-independent: its state is pages over the image, the
+// same bytes on both engines. Saved on one engine, it resumes on the
+// other, follows it there by deltas, and comes back, its state hash the
+// same whichever engine ran the turn.
+func TestSessionAcrossEngines(t *testing.T) {
+	engines := wasmpy.Engines()
+	if len(engines) < 2 {
+		t.Skip("one engine in this binary (go test -tags wasmtime adds wasmtime)")
+	}
+	sbs := map[string]*wasmpy.Sandbox{}
+	for _, name := range engines {
+		sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Engine: name})
+		require.NoError(t, err)
+		defer sb.Close(context.Background())
+		sbs[name] = sb
+	}
+	for _, pair := range [][2]string{{engines[0], engines[1]}, {engines[1], engines[0]}} {
+		t.Run(pair[0]+" to "+pair[1], func(t *testing.T) {
+			from, to := sbs[pair[0]], sbs[pair[1]]
+			sess := newSession(t, from)
+			turn(t, sess, setup)
+			var full bytes.Buffer
+			require.NoError(t, sess.Save(&full))
+			cp, err := to.RestoreSession(context.Background(), bytes.NewReader(full.Bytes()))
+			require.NoError(t, err)
+			defer cp.Close()
+			res := turn(t, cp, check)
+			require.Equal(t, checked, res.Stdout)
+			require.Equal(t, pair[1], res.Engine)
+			turn(t, sess, check) // both at the same state again
+
+			// The same deterministic turn (a fuel budget pins the clock and
+			// random) on each engine leaves the same state, and uses the
+			// same fuel.
+			det := wasmpy.Job{Code: check + "import random, time; y = (random.random(), time.time())", Grants: files, Limits: wasmpy.Limits{Fuel: 1e9}}
+			ra, rb := turnOf(t, sess, det), turnOf(t, cp, det)
+			require.NoError(t, ra.Err())
+			require.NoError(t, rb.Err())
+			require.Equal(t, ra.Stdout, rb.Stdout)
+			require.Equal(t, ra.FuelUsed, rb.FuelUsed)
+			want, err := sess.Info()
+			require.NoError(t, err)
+			got, err := cp.Info()
+			require.NoError(t, err)
+			require.Equal(t, want.StateHash, got.StateHash)
+
+			// Back by a delta: a turn on the other engine, applied here.
+			res = turn(t, cp, "x += 100\nwrite_file('notes/back.txt', 'from '+str(x))")
+			var d bytes.Buffer
+			require.NoError(t, cp.SaveDelta(&d, res.Session.StateBefore))
+			require.NoError(t, sess.ApplyDelta(bytes.NewReader(d.Bytes())))
+			res = turn(t, sess, "print(x, read_file('notes/back.txt'))")
+			require.Equal(t, pair[0], res.Engine)
+			require.Equal(t, "141 from 141\n", res.Stdout)
+		})
+	}
+}

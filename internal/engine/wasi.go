@@ -460,9 +460,14 @@ const (
 	rightFdSeek  = 1 << 2
 	rightFdTell  = 1 << 5
 	rightFdWrite = 1 << 6
-	// rightsAll is every right there is: rights are not enforced (as in
-	// wazero); the file systems refuse what they do not allow.
-	rightsAll = 1<<30 - 1
+	// The rights fd_fdstat_get reports, wazero's: rights are not enforced
+	// (the file systems refuse what they do not allow), but libc keeps what
+	// it is told in the guest's memory, so both engines tell it the same
+	// and an image or a session's state made on one runs on the other.
+	rightsFile = 1<<0 | rightFdRead | rightFdSeek | 1<<3 | 1<<4 | rightFdTell | rightFdWrite | 1<<7 | 1<<8 |
+		1<<21 | 1<<22 | 1<<23 | 1<<27
+	rightsDir = 1<<0 | 1<<3 | 1<<4 | 1<<9 | 1<<10 | 1<<11 | 1<<12 | 1<<13 | 1<<14 | 1<<15 | 1<<16 | 1<<17 |
+		1<<18 | 1<<19 | 1<<20 | 1<<21 | 1<<23 | 1<<24 | 1<<25 | 1<<26
 )
 
 func filetype(mode fs.FileMode) uint8 {
@@ -509,8 +514,15 @@ func fdFdstatGet(f *wasiFiles, m guestMemory, s []uint64) uint16 {
 	}
 	b[0] = typ
 	binary.LittleEndian.PutUint16(b[2:], flags)
-	binary.LittleEndian.PutUint64(b[8:], rightsAll)
-	binary.LittleEndian.PutUint64(b[16:], rightsAll)
+	base, inheriting := uint64(rightsFile), uint64(0)
+	switch typ {
+	case filetypeDirectory:
+		base, inheriting = rightsDir, rightsFile|rightsDir
+	case filetypeCharDevice:
+		base = rightsFile &^ rightFdSeek &^ rightFdTell
+	}
+	binary.LittleEndian.PutUint64(b[8:], base)
+	binary.LittleEndian.PutUint64(b[16:], inheriting)
 	return 0
 }
 
@@ -738,7 +750,9 @@ func fdSeek(f *wasiFiles, m guestMemory, s []uint64) uint16 {
 		return wasiErrno(errno)
 	}
 	if d.file == nil {
-		return errnoSpipe
+		// A stream cannot seek: ENOSYS, as wazero says, not ESPIPE, since
+		// the guest keeps the error it formats (see rightsFile).
+		return errnoNosys
 	}
 	if s[2] > io.SeekEnd {
 		return errnoInval

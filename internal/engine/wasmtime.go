@@ -97,7 +97,10 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	if w.linker, err = w.link(); err != nil {
 		return nil, err
 	}
-	if err := w.snapshot(ctx, cacheDir); err != nil {
+	// The image is the same bytes whichever engine makes it (both WASIs
+	// tell the guest the same: TestImageSameOnEachEngine), so the engines
+	// share the cached file, and a session's state runs on either.
+	if err := w.snapshot(ctx, cfg.CacheDir); err != nil {
 		return nil, err
 	}
 	e.image = w.img // a session's states are pages over it (state.go)
