@@ -471,7 +471,7 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 	var mem *memory
 	var p *parked
 	if e.alt != nil {
-		if st, err = e.alt.next(r.From, memLimit); err != nil {
+		if st, err = e.alt.next(r.From, memLimit, r.Fuel > 0); err != nil {
 			return nil, err
 		}
 	} else if e.interp.Kind == assets.Core {

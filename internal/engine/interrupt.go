@@ -36,6 +36,10 @@ type interrupter struct {
 	// stop ends the run instead, for an interpreter that cannot raise
 	// KeyboardInterrupt (the npm build exports no PyErr_SetInterruptEx).
 	stop func()
+	// poke, when set (before the run), tells an instance that counts no
+	// fuel to call deliver soon: wasmtime's free kind, at its next epoch
+	// tick (wasmtime_epoch.go).
+	poke func()
 
 	// On the guest's goroutine only: slices of fuel since the last flush,
 	// and whether the guest was just sent back to flush before blocking.
@@ -58,6 +62,9 @@ func newInterrupter() interrupter { return interrupter{wake: make(chan struct{},
 // raise asks for a KeyboardInterrupt; any goroutine may call it.
 func (i *interrupter) raise() {
 	i.pending.Store(true)
+	if i.poke != nil {
+		i.poke()
+	}
 	select {
 	case i.wake <- struct{}{}:
 	default:
@@ -68,12 +75,8 @@ func (i *interrupter) raise() {
 // guest's goroutine, from a host call, with no lock held: the call back
 // into the guest may itself come back for fuel.
 func (i *interrupter) deliver() {
-	if i.in == nil || !i.pending.CompareAndSwap(true, false) {
+	if i.in == nil || !i.take() {
 		return
-	}
-	select { // the wake that came with it must not cut a later sleep short
-	case <-i.wake:
-	default:
 	}
 	fn := i.export()
 	if fn == nil {
@@ -81,6 +84,18 @@ func (i *interrupter) deliver() {
 		return
 	}
 	_, _ = fn(i.ctx, sigint) // fails only for a bad signal number
+}
+
+// take takes a pending interrupt, if any, for its caller to raise.
+func (i *interrupter) take() bool {
+	if !i.pending.CompareAndSwap(true, false) {
+		return false
+	}
+	select { // the wake that came with it must not cut a later sleep short
+	case <-i.wake:
+	default:
+	}
+	return true
 }
 
 // tick counts a slice of fuel and has stdout flushed every flushEvery.

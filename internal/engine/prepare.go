@@ -19,10 +19,13 @@ const prepareVersion = "3"
 // data segments when runs start from a snapshot, and instrumented for fuel
 // when metered. The result depends only on the verified interpreter, so it
 // is cached, with its SHA-256, to spare every process the work.
-func (e *Engine) prepare(cacheDir string) ([]byte, error) {
+func (e *Engine) prepare(cacheDir string) ([]byte, error) { return e.prepareAs(cacheDir, e.metered) }
+
+// prepareAs is prepare, instrumented for fuel or not as metered says.
+func (e *Engine) prepareAs(cacheDir string, metered bool) ([]byte, error) {
 	var path string
 	if cacheDir != "" {
-		key := sha256.Sum256(fmt.Appendf(nil, "%s %s %t %s %s", e.interp.SHA256, e.interp.Kind, e.metered, prepareVersion, fuel.GlobalName))
+		key := sha256.Sum256(fmt.Appendf(nil, "%s %s %t %s %s", e.interp.SHA256, e.interp.Kind, metered, prepareVersion, fuel.GlobalName))
 		path = filepath.Join(cacheDir, "prepared", fmt.Sprintf("%x.wasm", key[:12]))
 		if b, err := os.ReadFile(path); err == nil && len(b) > sha256.Size {
 			if sum := sha256.Sum256(b[sha256.Size:]); bytes.Equal(sum[:], b[:sha256.Size]) {
@@ -37,7 +40,7 @@ func (e *Engine) prepare(cacheDir string) ([]byte, error) {
 			return nil, fmt.Errorf("wasmpy: interpreter: %w", err)
 		}
 	}
-	if e.metered {
+	if metered {
 		var err error
 		if wasm, err = fuel.Instrument(wasm, &refuelImport); err != nil {
 			return nil, fmt.Errorf("wasmpy: metering the interpreter: %w", err)

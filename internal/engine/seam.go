@@ -64,8 +64,10 @@ type altEngine interface {
 	// bind before calling run: one made ahead where the engine can, or,
 	// for a session's turn from a state (from not nil), a fresh one with
 	// from's pages laid over the image and limit as its memory limit, whose
-	// runner starts only inside run.
-	next(from *State, limit uint64) (*runState, error)
+	// runner starts only inside run. metered asks for an instance that
+	// counts fuel (a run with a fuel budget); without, the engine may run
+	// one that counts none, and the run reports no fuel used.
+	next(from *State, limit uint64, metered bool) (*runState, error)
 	// run runs the job bound to st (from next) in its fresh instance, with
 	// the memory limit and fuel budget, and returns the memory it used and
 	// the error the instance's call ended with (a trap, an exit, a stop).

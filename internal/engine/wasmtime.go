@@ -44,38 +44,81 @@ func init() { newWasmtime = startWasmtime }
 // wazero's runs use. Each run gets a fresh store and instance, whose
 // memory maps the image copy-on-write (wasmtime_memory.go).
 type wtEngine struct {
-	e      *Engine
-	engine *wasmtime.Engine
-	module *wasmtime.Module
-	linker *wasmtime.Linker
-	fixed  []wasiMount // the standard library's and the site's
-	img    *image      // mapped into each instance's memory (or copied)
-	epochs *epochs     // an unmetered engine's epoch ticks
+	e     *Engine
+	fixed []wasiMount // the standard library's and the site's
+	img   *image      // mapped into each instance's memory (or copied)
+	// The interpreter compiled twice, each loaded when a run first needs
+	// it: free, as built, for runs without a fuel budget; metered,
+	// instrumented for fuel, for runs with one (nil for an unmetered
+	// Engine).
+	free, metered *wtKind
+	cfg           Config
 	// lingering counts the instances still running: a stopped run's may
 	// end after its run has returned; close waits for them.
 	lingering sync.WaitGroup
 
-	nextMu sync.Mutex
-	nextCh chan wtParkResult       // the instance parked for the next run; nil once closing
-	taken  map[*runState]*wtParked // handed to a run by next, for its run
+	nextMu  sync.Mutex
+	closing bool
+	taken   map[*runState]*wtParked // handed to a run by next, for its run
+}
+
+// wtKind is one compiled form of the interpreter, in a wasmtime engine of
+// its own: the metered one stops a run at its next refuel (see meter); the
+// free one at the next epoch tick after its context is done, which costs
+// less than fuel's counting (BENCHMARKS.md) but counts nothing.
+type wtKind struct {
+	once   sync.Once
+	err    error
+	engine *wasmtime.Engine
+	module *wasmtime.Module
+	linker *wasmtime.Linker
+	epochs *epochs           // the free kind's ticks
+	nextCh chan wtParkResult // the instance parked for its next run (under nextMu); nil until first used
+}
+
+// kind loads k (compiles the module, or loads it from the cache) once.
+func (w *wtEngine) kind(k *wtKind) (*wtKind, error) {
+	k.once.Do(func() {
+		metered := k == w.metered
+		cacheDir := w.cfg.CacheDir
+		if cacheDir != "" {
+			cacheDir = filepath.Join(cacheDir, "wasmtime")
+		}
+		wc := wasmtime.NewConfig()
+		wc.SetStrategy(wasmtime.StrategyCranelift)
+		wc.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
+		wc.SetMaxWasmStack(maxWasmStack())
+		installMemory(wc)
+		wc.SetEpochInterruption(!metered)
+		k.engine = wasmtime.NewEngineWithConfig(wc)
+		if !metered {
+			k.epochs = &epochs{engine: k.engine}
+		}
+		wasm, err := w.e.prepareAs(w.cfg.CacheDir, metered) // the same prepared module as wazero's
+		if err != nil {
+			k.err = err
+			return
+		}
+		if k.module, k.err = compileWasmtime(k.engine, wasm, cacheDir); k.err != nil {
+			return
+		}
+		k.linker, k.err = k.link()
+	})
+	return k, k.err
+}
+
+// kindFor is the kind a run with or without a fuel budget runs in.
+func (w *wtEngine) kindFor(metered bool) (*wtKind, error) {
+	if metered && w.metered != nil {
+		return w.kind(w.metered)
+	}
+	return w.kind(w.free)
 }
 
 func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error) {
-	cacheDir := cfg.CacheDir
-	if cacheDir != "" {
-		cacheDir = filepath.Join(cacheDir, "wasmtime")
-	}
-	wc := wasmtime.NewConfig()
-	wc.SetStrategy(wasmtime.StrategyCranelift)
-	wc.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
-	wc.SetMaxWasmStack(maxWasmStack())
-	installMemory(wc)
-	// A metered run stops at its next refuel (see meter); an unmetered
-	// one at the next epoch tick after its context is done.
-	wc.SetEpochInterruption(cfg.Unmetered)
-	w := &wtEngine{e: e, engine: wasmtime.NewEngineWithConfig(wc), taken: map[*runState]*wtParked{}}
-	if cfg.Unmetered {
-		w.epochs = &epochs{engine: w.engine}
+	w := &wtEngine{e: e, cfg: cfg, free: &wtKind{}, taken: map[*runState]*wtParked{}}
+	if !cfg.Unmetered {
+		w.metered = &wtKind{}
 	}
 	stdlib, err := stdlibSysFS(e.interp.Stdlib)
 	if err != nil {
@@ -87,14 +130,9 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	if site := e.site.sysFS(); site != nil {
 		w.fixed = append(w.fixed, wasiMount{path: packages.SiteDir, fs: site})
 	}
-	wasm, err := e.prepare(cfg.CacheDir) // the same prepared module as wazero's
-	if err != nil {
-		return nil, err
-	}
-	if w.module, err = w.compile(wasm, cacheDir); err != nil {
-		return nil, err
-	}
-	if w.linker, err = w.link(); err != nil {
+	// Most runs ask for no fuel budget: the free kind is loaded now and an
+	// instance of it parked; the metered one when a run first needs it.
+	if _, err := w.kind(w.free); err != nil {
 		return nil, err
 	}
 	// The image is the same bytes whichever engine makes it (both WASIs
@@ -105,7 +143,9 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	}
 	e.image = w.img // a session's states are pages over it (state.go)
 	if customMemory {
-		w.nextCh = w.parkAhead()
+		w.nextMu.Lock()
+		w.free.nextCh = w.parkAhead(w.free)
+		w.nextMu.Unlock()
 	}
 	return w, nil
 }
@@ -113,18 +153,18 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 // compile compiles the prepared interpreter, or loads what an earlier
 // process compiled: the cache is keyed by the module's SHA-256 and the
 // wasmtime version.
-func (w *wtEngine) compile(wasm []byte, cacheDir string) (*wasmtime.Module, error) {
+func compileWasmtime(engine *wasmtime.Engine, wasm []byte, cacheDir string) (*wasmtime.Module, error) {
 	var path string
 	if cacheDir != "" {
 		key := fmt.Sprintf("%x", sha256.Sum256(append([]byte(wasmtimeVersion+" "+runtime.GOARCH+" speed\x00"), wasm...)))
 		path = filepath.Join(cacheDir, "compiled", key[:24]+".cwasm")
 		if _, err := os.Stat(path); err == nil {
-			if m, err := wasmtime.NewModuleDeserializeFile(w.engine, path); err == nil {
+			if m, err := wasmtime.NewModuleDeserializeFile(engine, path); err == nil {
 				return m, nil
 			}
 		}
 	}
-	m, err := wasmtime.NewModule(w.engine, wasm)
+	m, err := wasmtime.NewModule(engine, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("wasmpy: compile interpreter: %w", err)
 	}
@@ -139,8 +179,8 @@ func (w *wtEngine) compile(wasm []byte, cacheDir string) (*wasmtime.Module, erro
 
 // link defines the host functions: WASI's (wasi.go) and ours (seam.go),
 // through our trampoline (wasmtime_hostcall.go).
-func (w *wtEngine) link() (*wasmtime.Linker, error) {
-	l := wasmtime.NewLinker(w.engine)
+func (k *wtKind) link() (*wasmtime.Linker, error) {
+	l := wasmtime.NewLinker(k.engine)
 	if err := defineHostFuncs(l); err != nil {
 		return nil, err
 	}
@@ -168,6 +208,8 @@ type wtInstance struct {
 	files *wasiFiles
 	err   error // what stopped the instance, kept from the host function that did
 	ms    memState
+	// onClose run when the instance closes.
+	onClose []func()
 	funcs map[string]*wasmtime.Func
 
 	// view is the memory during a host call, until a call back into the
@@ -279,9 +321,9 @@ func (g wtGlobal) Set(v uint64) { _ = g.g.Set(g.in.cur, wasmtime.ValI64(int64(v)
 
 // instantiate makes an instance in a store of its own, with st's streams,
 // clock and file systems, and its memory limited to limit bytes.
-func (w *wtEngine) instantiate(ctx context.Context, st *runState, limit uint64, env []string, img *image) (*wtInstance, error) {
+func (w *wtEngine) instantiate(ctx context.Context, k *wtKind, st *runState, limit uint64, env []string, img *image) (*wtInstance, error) {
 	in := &wtInstance{funcs: map[string]*wasmtime.Func{}}
-	in.store = wasmtime.NewStoreWithData(w.engine, in)
+	in.store = wasmtime.NewStoreWithData(k.engine, in)
 	in.cur = in.store
 	in.register()
 	if !customMemory {
@@ -293,7 +335,7 @@ func (w *wtEngine) instantiate(ctx context.Context, st *runState, limit uint64, 
 	var inst *wasmtime.Instance
 	var err error
 	in.ms, err = withMemory(limit, img, func() (err error) {
-		inst, err = w.linker.Instantiate(in.store, w.module)
+		inst, err = k.linker.Instantiate(in.store, k.module)
 		return err
 	})
 	if err != nil {
@@ -325,6 +367,9 @@ func (in *wtInstance) close() {
 	runtime.SetFinalizer(s, nil)
 	ptr := *(**C.wasmtime_store_t)(unsafe.Pointer(s)) // Store's first field, _ptr
 	C.wasmtime_store_delete(ptr)
+	for _, f := range in.onClose {
+		f()
+	}
 }
 
 // counter is the instance's fuel global, nil for an unmetered module.
@@ -356,14 +401,20 @@ func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
 			return nil
 		}
 	}
+	// Made in the metered kind where there is one: its fuel bounds the
+	// preloads' code as wazero's does.
+	k, err := w.kindFor(true)
+	if err != nil {
+		return err
+	}
 	stderr := &output{keep: 64 << 10, limit: NoOutputLimit, full: func() {}}
-	st := newRunState(w.e.newMeter())
+	st := newRunState(w.newMeter(k))
 	outer := ctx
 	ctx, cancel := w.e.imageContext(ctx, st.meter)
 	defer cancel()
 	st.bind(ctx, &Run{Deterministic: true}, nil, stderr, stderr)
 	close(st.ready)
-	in, err := w.instantiate(ctx, st, w.e.imageMemory, append(guestEnv(), "PYTHONHOME=/usr/local"), nil)
+	in, err := w.instantiate(ctx, k, st, w.e.imageMemory, append(guestEnv(), "PYTHONHOME=/usr/local"), nil)
 	if err != nil {
 		return err
 	}
@@ -389,8 +440,8 @@ func (w *wtEngine) learnHotPages() []pageRun {
 	if !customMemory {
 		return nil
 	}
-	st := newRunState(w.e.newMeter())
-	p, err := w.park(st, DefaultMemoryLimit)
+	st := newRunState(nil)
+	p, err := w.park(w.free, st, DefaultMemoryLimit)
 	if err != nil {
 		return nil
 	}
@@ -416,7 +467,8 @@ type wtParked struct {
 	st      *runState
 	mem     *memory
 	cancel  context.CancelCauseFunc
-	flag    *C.int32_t    // its epoch stop flag, for an unmetered engine
+	kind    *wtKind
+	watch   *epochWatch   // its epoch ticks' state, for the free kind
 	started bool          // its runner is started
 	fail    error         // why it cannot run (a state past the run's memory limit)
 	done    chan struct{} // closed when its runner's call has returned
@@ -438,7 +490,7 @@ type wtParkResult struct {
 // blank makes an instance for st with its memory limited to limit, the
 // image in its memory (and from's pages over it, when from is not nil),
 // grown to the size of either. No guest code runs.
-func (w *wtEngine) blank(st *runState, limit uint64, from *State) (*wtParked, error) {
+func (w *wtEngine) blank(k *wtKind, st *runState, limit uint64, from *State) (*wtParked, error) {
 	mem := &memory{limit: limit}
 	size := uint64(w.img.size)
 	if from != nil {
@@ -449,7 +501,7 @@ func (w *wtEngine) blank(st *runState, limit uint64, from *State) (*wtParked, er
 		return &wtParked{mem: mem}, fmt.Errorf("the interpreter needs %d bytes of memory at start", size)
 	}
 	ctx, cancel := context.WithCancelCause(w.e.alive)
-	in, err := w.instantiate(ctx, st, limit, guestEnv(), w.img)
+	in, err := w.instantiate(ctx, k, st, limit, guestEnv(), w.img)
 	if err != nil {
 		cancel(err)
 		return &wtParked{mem: mem}, err
@@ -480,9 +532,9 @@ func (w *wtEngine) blank(st *runState, limit uint64, from *State) (*wtParked, er
 	}
 	st.intr.in, st.intr.ctx = in, in.ctx
 	mem.peak.Store(size)
-	p := &wtParked{in: in, st: st, mem: mem, cancel: cancel, done: make(chan struct{})}
-	if w.epochs != nil {
-		p.flag = w.epochs.arm(in.store)
+	p := &wtParked{in: in, st: st, mem: mem, cancel: cancel, kind: k, done: make(chan struct{})}
+	if k.epochs != nil {
+		p.watch = k.epochs.arm(in, st)
 	}
 	return p, nil
 }
@@ -528,8 +580,8 @@ func (w *wtEngine) launch(p *wtParked, budget int64) {
 
 // park makes an instance for st with its memory limited to limit and
 // starts its runner, which waits for its job.
-func (w *wtEngine) park(st *runState, limit uint64) (*wtParked, error) {
-	p, err := w.blank(st, limit, nil)
+func (w *wtEngine) park(k *wtKind, st *runState, limit uint64) (*wtParked, error) {
+	p, err := w.blank(k, st, limit, nil)
 	if err != nil {
 		return p, err
 	}
@@ -548,44 +600,59 @@ func (w *wtEngine) park(st *runState, limit uint64) (*wtParked, error) {
 	}
 }
 
-// parkAhead parks the instance of the next run.
-func (w *wtEngine) parkAhead() chan wtParkResult {
+// parkAhead parks an instance of kind k for its next run.
+func (w *wtEngine) parkAhead(k *wtKind) chan wtParkResult {
 	c := make(chan wtParkResult, 1)
 	go func() {
-		p, err := w.park(newRunState(w.e.newMeter()), maxMemory)
+		p, err := w.park(k, newRunState(w.newMeter(k)), maxMemory)
 		c <- wtParkResult{p, err}
 	}()
 	return c
 }
 
+// newMeter is the meter of an instance of kind k: none for the free kind.
+func (w *wtEngine) newMeter(k *wtKind) *meter {
+	if k != w.metered {
+		return nil
+	}
+	return w.e.newMeter()
+}
+
 // next hands the instance parked ahead to a run (where memories are ours,
 // so its limit can be set when the run comes) and parks the next one; a
-// session's turn from a state gets an instance laid from it.
-func (w *wtEngine) next(from *State, limit uint64) (*runState, error) {
-	if from != nil {
-		st := newRunState(w.e.newMeter())
-		p, err := w.blank(st, limit, from)
-		if err != nil && !p.mem.refused.Load() {
-			return nil, err
+// session's turn from a state gets an instance laid from it. A run with a
+// fuel budget (metered) runs in the metered kind, one without in the free
+// kind.
+func (w *wtEngine) next(from *State, limit uint64, metered bool) (*runState, error) {
+	k, err := w.kindFor(metered)
+	if err != nil {
+		return nil, err
+	}
+	if from != nil || !customMemory {
+		st := newRunState(w.newMeter(k))
+		p := &wtParked{kind: k}
+		if from != nil {
+			if p, err = w.blank(k, st, limit, from); err != nil && !p.mem.refused.Load() {
+				return nil, err
+			}
+			p.fail = err // a state past the limit: the run fails with KindMemory
 		}
-		p.fail = err // a state past the limit: the run fails with KindMemory
 		w.nextMu.Lock()
 		w.taken[st] = p
 		w.nextMu.Unlock()
 		return st, nil
 	}
-	if !customMemory {
-		return newRunState(w.e.newMeter()), nil
-	}
 	w.nextMu.Lock()
-	c := w.nextCh
-	if c != nil {
-		w.nextCh = w.parkAhead()
-	}
-	w.nextMu.Unlock()
-	if c == nil {
+	if w.closing {
+		w.nextMu.Unlock()
 		return nil, errClosed
 	}
+	c := k.nextCh
+	if c == nil { // the kind's first run: it waits for its instance
+		c = w.parkAhead(k)
+	}
+	k.nextCh = w.parkAhead(k)
+	w.nextMu.Unlock()
 	r := <-c
 	if r.err != nil {
 		return nil, r.err
@@ -603,8 +670,11 @@ func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget i
 	w.nextMu.Unlock()
 	ar := altRun{ret: -1, release: func() {}}
 	if !ok {
+		return ar, errors.New("wasmpy: run without next")
+	}
+	if p.in == nil && p.fail == nil { // no instance made ahead (no memories of ours)
 		var err error
-		if p, err = w.park(st, limit); err != nil {
+		if p, err = w.park(p.kind, st, limit); err != nil {
 			ar.mem = p.mem
 			return ar, err
 		}
@@ -637,8 +707,8 @@ func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget i
 		var once sync.Once
 		ar.release = func() { once.Do(func() { close(p.hold) }) }
 	}
-	if w.epochs != nil {
-		stopWatch := w.epochs.watch(ctx, p.flag)
+	if p.watch != nil {
+		stopWatch := p.kind.epochs.watch(ctx, p.watch)
 		go func() { <-p.done; stopWatch() }()
 	}
 	defer context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })()
@@ -662,10 +732,16 @@ func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget i
 
 func (w *wtEngine) close() error {
 	w.nextMu.Lock()
-	c := w.nextCh
-	w.nextCh = nil
+	w.closing = true
+	var parked []chan wtParkResult
+	for _, k := range []*wtKind{w.free, w.metered} {
+		if k != nil && k.nextCh != nil {
+			parked = append(parked, k.nextCh)
+			k.nextCh = nil
+		}
+	}
 	w.nextMu.Unlock()
-	if c != nil {
+	for _, c := range parked {
 		if r := <-c; r.err == nil {
 			r.p.cancel(errDiscarded) // its runner's _job call is refused
 		}
@@ -674,8 +750,16 @@ func (w *wtEngine) close() error {
 	if w.img != nil {
 		closeImage(w.img)
 	}
-	w.linker.Close()
-	w.module.Close()
-	w.engine.Close()
+	for _, k := range []*wtKind{w.free, w.metered} {
+		if k == nil {
+			continue
+		}
+		k.once.Do(func() {}) // none loads now
+		if k.err == nil && k.engine != nil {
+			k.linker.Close()
+			k.module.Close()
+			k.engine.Close()
+		}
+	}
 	return nil
 }
