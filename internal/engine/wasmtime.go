@@ -210,7 +210,7 @@ type wtInstance struct {
 	ms    memState
 	// onClose run when the instance closes.
 	onClose []func()
-	funcs map[string]*wasmtime.Func
+	funcs   map[string]*wasmtime.Func
 
 	// view is the memory during a host call, until a call back into the
 	// instance; storeIndex the binding's index of the store, by which the

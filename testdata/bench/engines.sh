@@ -13,7 +13,7 @@
 set -u
 WASMPY=$(readlink -f "$1")
 here=$(cd "$(dirname "$0")/../.." && pwd)
-PYPERF=${PYPERF:-$(cd "$here/../shared/bench/pyperf" 2>/dev/null && pwd || cd "$(git -C "$here" worktree list | head -1 | cut -d' ' -f1)/../shared/bench/pyperf" && pwd)}
+PYPERF=$(readlink -f "${PYPERF:-$here/../shared/bench/pyperf}")
 REPS=${REPS:-2}
 PY=$(readlink -f /usr/bin/python3)
 CONFIGS=${CONFIGS:-"wazero (fuel counted)=--engine wazero;wasmtime, fuel budget=--engine wasmtime --fuel 1000000000000000;wasmtime, no fuel budget=--engine wasmtime"}
