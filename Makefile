@@ -6,7 +6,8 @@
 #            main one for a git worktree, the origin for a local clone)
 # make test  runs every test against the real interpreter, then a 30s soak
 #            and the cluster test (about a minute); where cgo works, the engine
-#            and root tests again on the wasmtime engine
+#            and root tests again on the wasmtime engine, and the CLI's and
+#            service's session tests (runs, service)
 # make release  packs the built interpreters into dist/, one reproducible
 #            archive per variant, checked against interpreter.lock (what
 #            `wasmpy setup --from dist` or a release URL installs)
@@ -100,6 +101,7 @@ ifeq ($(WASMTIME),1)
 	$(GO) vet -tags wasmtime ./internal/engine ./cmd/wasmpy .
 	WASMPY_STRICT=1 $(GO) test -count=1 -race -timeout 40m -tags wasmtime ./internal/engine ./cmd/wasmpy
 	WASMPY_STRICT=1 WASMPY_ENGINE=wasmtime $(GO) test -count=1 -race -timeout 40m -tags wasmtime .
+	WASMPY_STRICT=1 WASMPY_ENGINE=wasmtime $(GO) test -count=1 -race -timeout 40m -tags wasmtime -run 'Session|Engine' ./cmd/wasmpy ./runs ./service
 else
 	@echo "make: no cgo or C compiler here (or no wasmtime library for this platform): the wasmtime engine's tests skip"
 endif

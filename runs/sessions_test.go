@@ -68,7 +68,7 @@ func TestSessionTurnRecordedAfterSave(t *testing.T) {
 	defer base.Close()
 	st := &orderedStore{Store: base}
 	ex, err := runs.NewExecutor(ctx, runs.ExecutorConfig{
-		Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Store: st, Sessions: st})
+		Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Engine: os.Getenv("WASMPY_ENGINE")}, Store: st, Sessions: st})
 	require.NoError(t, err)
 	defer ex.Close(ctx)
 
@@ -109,7 +109,7 @@ func TestSessionSavesIncrementally(t *testing.T) {
 	st := &countingStore{Store: base}
 	executor := func(st runs.SessionStore) *runs.Executor {
 		ex, err := runs.NewExecutor(ctx, runs.ExecutorConfig{
-			Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER")}, Sessions: st})
+			Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Engine: os.Getenv("WASMPY_ENGINE")}, Sessions: st})
 		require.NoError(t, err)
 		t.Cleanup(func() { ex.Close(ctx) })
 		return ex

@@ -28,7 +28,7 @@ func sessionServer(t *testing.T, db string, lim wasmpy.SessionLimits) (*server, 
 	st, err := stores.Open(ctx, db)
 	require.NoError(t, err)
 	ex, err := runs.NewExecutor(ctx, runs.ExecutorConfig{
-		Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Sessions: lim}, Store: st, Sessions: st})
+		Sandbox: wasmpy.Config{Interpreter: os.Getenv("WASMPY_INTERPRETER"), Engine: os.Getenv("WASMPY_ENGINE"), Sessions: lim}, Store: st, Sessions: st})
 	require.NoError(t, err)
 	svc, err := service.New(service.Config{Registry: reg, Executor: ex, EnableExec: true, Tokens: []string{"alice", "bob"},
 		Logger: slog.New(slog.DiscardHandler), ExecLimits: wasmpy.Limits{Timeout: 5 * time.Second, Memory: 128 << 20}})

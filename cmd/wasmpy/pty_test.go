@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wasmpy/wasmpy"
 	"github.com/wasmpy/wasmpy/cmd/wasmpy/internal/console"
 )
 
@@ -37,7 +39,11 @@ func wasmpyBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "wasmpy")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		args := []string{"build", "-o", binPath}
+		if slices.Contains(wasmpy.Engines(), "wasmtime") { // the engines this test binary has
+			args = append(args, "-tags", "wasmtime")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v: %s", err, out)
 		}
