@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The pyperformance benchmarks (../shared/bench/pyperf/bench) under native python3 and wasmpy on
-# each engine, interleaved per benchmark, with CPU time as well as the benchmarks' own wall time
+# each engine (wazero; wasmtime with a fuel budget, so metered; wasmtime without one, as `exec`
+# runs by default), interleaved per benchmark, with CPU time as well as the benchmarks' own wall time
 # (these machines are shared: CPU time hardly changes with load, wall time does):
 #
 #   bench/engines.sh [WASMPY]     default bin/wasmpy; it must have been built with -tags wasmtime
@@ -10,9 +11,9 @@
 # (default: a temporary file, named on stderr).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-W=${1:-$root/bin/wasmpy}
+W=$(readlink -f "${1:-$root/bin/wasmpy}")
 B=${BENCH:-$root/../shared/bench/pyperf/bench}
-if [ ! -x "$W" ] || ! "$W" --version | grep -q "wasmtime"; then
+if [ ! -x "$W" ] || ! [[ $("$W" --version) == *wasmtime* ]]; then
   echo "engines.sh: $W is not a wasmpy binary with the wasmtime engine (go build -tags wasmtime)" >&2
   exit 2
 fi
@@ -30,20 +31,23 @@ one() { # RUNTIME ARGS...: prints the benchmark's RESULT seconds (0 for none) an
   local rt=$1; shift
   case $rt in
     native) { time (cd "$tmp" && timeout 900 "$PY" "$@" >"$tmp/out" 2>&1); } 2>"$tmp/t" ;;
+    wasmtime-fuel) { time (cd "$tmp" && timeout 900 "$W" exec --resident=false --timeout 600s --engine wasmtime --fuel 1000000000000000 "$@" >"$tmp/out" 2>&1); } 2>"$tmp/t" ;;
     *) { time (cd "$tmp" && timeout 900 "$W" exec --resident=false --timeout 600s --engine "$rt" "$@" >"$tmp/out" 2>&1); } 2>"$tmp/t" ;;
   esac
   local s
   s=$(awk '$1 == "RESULT" { s = $3 } END { if (s != "") print s }' "$tmp/out")
   printf '%s\t%s\n' "${s:-FAIL}" "$(awk '{print $1+$2}' "$tmp/t")"
 }
+RTS=${RTS:-native wazero wasmtime-fuel wasmtime}
 echo "engines.sh: raw results in $OUT; $(uptime)" >&2
 {
-  for rep in 1 2 3 4 5; do for rt in native wazero wasmtime; do
+  for rep in 1 2 3 4 5; do for rt in $RTS; do
     printf 'print1\t%s\t%s\t0\t%s\n' "$rt" "$rep" "$(one "$rt" -c 'print(1)' | cut -f2)"
   done; done
   for f in "$B"/bm_*.py; do
     name=$(basename "$f" .py); name=${name#bm_}
-    for rep in $(seq "$REPS"); do for rt in native wazero wasmtime; do
+    for rep in $(seq "$REPS"); do for rt in $RTS; do
+      printf 'load\t%s\t%s\t0\t%s\n' "$rt" "$rep" "$(cut -d' ' -f1 /proc/loadavg)"
       printf '%s\t%s\t%s\t%s\n' "$name" "$rt" "$rep" "$(one "$rt" "$f")"
     done; done
   done

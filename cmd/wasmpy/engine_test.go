@@ -39,7 +39,17 @@ func TestEngineFlag(t *testing.T) {
 		require.Equal(t, 0, code, stderr)
 		require.Contains(t, stdout, `"engine": "`+name+`"`)
 	}
-	code, stdout, _ := wasmpyCLI(t, "", "--version")
+	// Without --engine the CLI runs wasmtime where the binary has it.
+	want := "wazero"
+	if slices.Contains(wasmpy.Engines(), "wasmtime") {
+		want = "wasmtime"
+	}
+	t.Setenv("WASMPY_ENGINE", "")
+	code, stdout, stderr := wasmpyCLI(t, "", "exec", "--resident=false", "--json", "-c", "print(1)")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, `"engine": "`+want+`"`)
+	code, stdout, _ = wasmpyCLI(t, "", "--version")
 	require.Equal(t, 0, code)
 	require.Contains(t, stdout, "engines: wazero v")
+	require.Regexp(t, want+` v[^,\n]* \(default\)`, stdout)
 }

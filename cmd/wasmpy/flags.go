@@ -26,7 +26,7 @@ var (
 	interpreterFlag = &cli.StringFlag{Name: "interpreter", EnvVars: []string{"WASMPY_INTERPRETER"},
 		Usage: "interpreter: core, sci (core with numpy), npm, or the path of a python.wasm (default: the best installed; wasmpy is core's former name)"}
 	engineFlag = &cli.StringFlag{Name: "engine", EnvVars: []string{"WASMPY_ENGINE"},
-		Usage: "engine that runs the interpreter: wazero (pure Go, the default) or wasmtime (faster; only in a binary built with -tags wasmtime)"}
+		Usage: "engine that runs the interpreter: wasmtime (faster; only in a binary built with -tags wasmtime, and then the default) or wazero (pure Go; the default without)"}
 	cacheFlag = &cli.StringFlag{Name: "cache-dir", EnvVars: []string{"WASMPY_CACHE_DIR"},
 		Usage: "where interpreters and compiled code are cached (default: the user cache dir)"}
 	timeoutFlag = &cli.StringFlag{Name: "timeout", Usage: "wall-clock limit, e.g. 500ms, 2s, 1m (default: the tier's)"}
@@ -234,8 +234,27 @@ func checkEngine(c *cli.Context) error {
 
 // withInterpreter is cfg with the interpreter and cache flags.
 func withInterpreter(c *cli.Context, cfg wasmpy.Config) wasmpy.Config {
-	cfg.Interpreter, cfg.CacheDir, cfg.Engine = c.String("interpreter"), c.String("cache-dir"), c.String("engine")
+	cfg.Interpreter, cfg.CacheDir, cfg.Engine = c.String("interpreter"), c.String("cache-dir"), cliEngine(c)
 	return cfg
+}
+
+// cliEngine is the engine the CLI's commands run: the one --engine (or
+// WASMPY_ENGINE) names, else wasmtime where this binary has it (faster on
+// CPU and to start: see the README's "Engines"), else wazero. The library's
+// default (Config.Engine "") stays wazero, the pure-Go one.
+func cliEngine(c *cli.Context) string {
+	if name := c.String("engine"); name != "" {
+		return name
+	}
+	return defaultEngine()
+}
+
+// defaultEngine is the CLI's engine when none is named.
+func defaultEngine() string {
+	if slices.Contains(wasmpy.Engines(), "wasmtime") {
+		return "wasmtime"
+	}
+	return "wazero"
 }
 
 // reparse lets flags follow the positional arguments, as in

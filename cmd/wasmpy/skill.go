@@ -94,7 +94,7 @@ func newExecutor(c *cli.Context, st stores.Store, lim wasmpy.Limits, budgets ...
 	if err := checkEngine(c); err != nil {
 		return nil, err
 	}
-	cfg.Interpreter, cfg.CacheDir, cfg.Limits, cfg.Engine = executorInterpreter(c), c.String("cache-dir"), lim, c.String("engine")
+	cfg.Interpreter, cfg.CacheDir, cfg.Limits, cfg.Engine = executorInterpreter(c), c.String("cache-dir"), lim, cliEngine(c)
 	set, err := loadTiers(c)
 	if err != nil {
 		return nil, err

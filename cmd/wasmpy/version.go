@@ -54,7 +54,7 @@ func printVersion(c *cli.Context) error {
 }
 
 // engineVersions names the engines this binary has, each with the version
-// of its module, the default first: "wazero v1.12.0 (default), wasmtime v39.0.1".
+// of its module, the CLI's default marked: "wazero v1.12.0, wasmtime v39.0.1 (default)".
 func engineVersions() string {
 	modules := map[string]string{"wazero": "github.com/tetratelabs/wazero", "wasmtime": "github.com/bytecodealliance/wasmtime-go/v39"}
 	versions := map[string]string{}
@@ -64,12 +64,13 @@ func engineVersions() string {
 		}
 	}
 	var out []string
-	for i, name := range wasmpy.Engines() {
+	def := defaultEngine()
+	for _, name := range wasmpy.Engines() {
 		s := name
 		if v := versions[modules[name]]; v != "" {
 			s += " " + v
 		}
-		if i == 0 {
+		if name == def {
 			s += " (default)"
 		}
 		out = append(out, s)
