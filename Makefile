@@ -4,10 +4,11 @@
 #            them, the npm one always); numpy's source tarball comes from
 #            WASMPY_SOURCES (default ../shared/sources beside the checkout, the
 #            main one for a git worktree, the origin for a local clone)
-# make test  runs every test against the real interpreter, then a 30s soak
-#            and the cluster test (about a minute); where cgo works, the engine
-#            and root tests again on the wasmtime engine, and the CLI's and
-#            service's session tests (runs, service)
+# make test  runs every test against the real interpreter on wazero, then a
+#            30s soak and the cluster test (about a minute); where cgo works
+#            (bin/wasmpy then has wasmtime, the CLI's default), the engine
+#            tests on both engines, the CLI's and the root tests on wasmtime,
+#            the service's session tests (runs, service) on it, and the soak again on it
 # make release  packs the built interpreters into dist/, one reproducible
 #            archive per variant, checked against interpreter.lock (what
 #            `wasmpy setup --from dist` or a release URL installs)
@@ -28,7 +29,8 @@
 #            haproxy: deploy/setup.sh), as root; make test runs it
 # make cluster-test  PostgreSQL + three replicas behind haproxy on loopback,
 #            under load, one replica killed and restarted, the store checked
-# make soak  drives bin/wasmpy serve with mixed load for DURATION (default 30s)
+# make soak  drives bin/wasmpy serve with mixed load for DURATION (default 30s),
+#            on the CLI's default engine (WASMPY_ENGINE=wazero|wasmtime to choose)
 # make test-python  tests the Python client (python/) with the machine's python3
 #            against bin/wasmpy: the CLI, a real `wasmpy serve`, a fake LLM
 # make test-mcp-ts  drives bin/wasmpy mcp with the official TypeScript MCP SDK
@@ -107,7 +109,10 @@ else
 endif
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-mcp-ts
-	$(MAKE) --no-print-directory soak
+	WASMPY_ENGINE=wazero $(MAKE) --no-print-directory soak
+ifeq ($(WASMTIME),1)
+	WASMPY_ENGINE=wasmtime $(MAKE) --no-print-directory soak
+endif
 	$(GO) run ./internal/testing/clustertest -wasmpy bin/wasmpy
 
 PYTHON ?= python3
