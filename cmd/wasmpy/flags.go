@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/wasmpy/wasmpy"
+	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/hostfuncs"
 	"github.com/wasmpy/wasmpy/internal/units"
 	"github.com/wasmpy/wasmpy/llm"
@@ -239,20 +240,37 @@ func withInterpreter(c *cli.Context, cfg wasmpy.Config) wasmpy.Config {
 }
 
 // cliEngine is the engine the CLI's commands run: the one --engine (or
-// WASMPY_ENGINE) names, else wasmtime where this binary has it (faster on
-// CPU and to start: see the README's "Engines"), else wazero. The library's
-// default (Config.Engine "") stays wazero, the pure-Go one.
+// WASMPY_ENGINE) names, else defaultEngine for the interpreter asked for.
 func cliEngine(c *cli.Context) string {
 	if name := c.String("engine"); name != "" {
 		return name
 	}
-	return defaultEngine()
+	return defaultEngine(c.String("interpreter"), c.String("cache-dir"))
 }
 
-// defaultEngine is the CLI's engine when none is named.
-func defaultEngine() string {
-	if slices.Contains(wasmpy.Engines(), "wasmtime") {
+// defaultEngine is the CLI's engine when none is named: wasmtime where this
+// binary has it (faster on CPU and to start: see the README's "Engines"),
+// for the wasmpy build it runs (wasmpy, sci, or the best installed when
+// that is one); wazero for the npm build or a python.wasm of the caller's,
+// which wasmtime does not run, and in a binary without wasmtime. The
+// library's default (Config.Engine "") stays wazero, the pure-Go one.
+func defaultEngine(interpreter, cacheDir string) string {
+	if !slices.Contains(wasmpy.Engines(), "wasmtime") {
+		return "wazero"
+	}
+	switch interpreter {
+	case assets.Wasmpy, assets.Sci:
 		return "wasmtime"
+	case "": // the best installed: the wasmpy build, when it is installed
+		if cacheDir == "" {
+			var err error
+			if cacheDir, err = assets.DefaultCacheDir(); err != nil {
+				return "wazero"
+			}
+		}
+		if _, err := os.Stat(filepath.Join(assets.WasmpyDir(cacheDir), "manifest.json")); err == nil {
+			return "wasmtime"
+		}
 	}
 	return "wazero"
 }

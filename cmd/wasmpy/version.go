@@ -64,7 +64,7 @@ func engineVersions() string {
 		}
 	}
 	var out []string
-	def := defaultEngine()
+	def := defaultEngine("", "")
 	for _, name := range wasmpy.Engines() {
 		s := name
 		if v := versions[modules[name]]; v != "" {

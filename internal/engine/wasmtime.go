@@ -755,6 +755,9 @@ func (w *wtEngine) close() error {
 			continue
 		}
 		k.once.Do(func() {}) // none loads now
+		if k.epochs != nil {
+			k.epochs.close()
+		}
 		if k.err == nil && k.engine != nil {
 			k.linker.Close()
 			k.module.Close()

@@ -134,6 +134,14 @@ type epochs struct {
 	mu     sync.Mutex
 	users  int
 	stop   chan struct{}
+	closed bool // the engine is closing: no more ticks (a stopped run's watch may outlive it)
+}
+
+// close stops the ticks for good, before the engine closes.
+func (ep *epochs) close() {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	ep.closed = true
 }
 
 // epochWatch is an armed instance's epoch state (C memory, freed with
@@ -211,7 +219,13 @@ func (ep *epochs) tick(stop chan struct{}) {
 	for {
 		select {
 		case <-t.C:
+			ep.mu.Lock()
+			if ep.closed {
+				ep.mu.Unlock()
+				return
+			}
 			ep.engine.IncrementEpoch()
+			ep.mu.Unlock()
 		case <-stop:
 			return
 		}
