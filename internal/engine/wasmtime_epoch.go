@@ -45,8 +45,9 @@ typedef struct {
 extern int32_t wpEpochEvent(uintptr_t handle, int32_t flush);
 
 // WP_FLUSH_TICKS is how many ticks pass between flushes of the guest's
-// stdout: a metered run's is flushed every flushEvery slices of fuel.
-#define WP_FLUSH_TICKS 8
+// stdout (a tick is epochTick, 10 ms; a metered run's is flushed every
+// flushEvery slices of fuel, about as often).
+#define WP_FLUSH_TICKS 1
 
 // wp_signal calls PyErr_SetInterruptEx(sig) in the guest, through the
 // context the callback was given (the store is in use: its own handle may
@@ -125,8 +126,12 @@ import (
 )
 
 // epochTick is how often the engine's epoch advances while an unmetered
-// run is in progress: how soon such a run stops once its context is done.
-const epochTick = time.Millisecond
+// run is in progress: how soon such a run stops once its context is done,
+// gets its Ctrl-C, and has its stdout flushed. Each tick takes the guest
+// out of wasm into the callback: at 1 ms that cost it more CPU than fuel
+// counting does (pyperformance, 5 benchmarks: 2.95x native against 2.87x
+// metered), at 10 ms less (2.67x); see BENCHMARKS.md.
+const epochTick = 10 * time.Millisecond
 
 // epochs advances an engine's epoch while anyone watches it.
 type epochs struct {
