@@ -250,7 +250,7 @@ func cliEngine(c *cli.Context) string {
 
 // defaultEngine is the CLI's engine when none is named: wasmtime where this
 // binary has it (faster on CPU and to start: see the README's "Engines"),
-// for the wasmpy build it runs (wasmpy, sci, or the best installed when
+// for the core build it runs (core, sci, or the best installed when
 // that is one); wazero for the npm build or a python.wasm of the caller's,
 // which wasmtime does not run, and in a binary without wasmtime. The
 // library's default (Config.Engine "") stays wazero, the pure-Go one.
@@ -259,7 +259,7 @@ func defaultEngine(interpreter, cacheDir string) string {
 		return "wazero"
 	}
 	switch interpreter {
-	case assets.Wasmpy, assets.Sci:
+	case assets.Core, assets.Wasmpy, assets.Sci:
 		return "wasmtime"
 	case "": // the best installed: the wasmpy build, when it is installed
 		if cacheDir == "" {
@@ -268,7 +268,7 @@ func defaultEngine(interpreter, cacheDir string) string {
 				return "wazero"
 			}
 		}
-		if _, err := os.Stat(filepath.Join(assets.WasmpyDir(cacheDir), "manifest.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(assets.CoreDir(cacheDir), "manifest.json")); err == nil {
 			return "wasmtime"
 		}
 	}
