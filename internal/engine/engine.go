@@ -526,8 +526,9 @@ func (e *Engine) Run(ctx context.Context, r *Run) (*Outcome, error) {
 		mem, ret = ar.mem, ar.ret
 	} else if p != nil {
 		defer p.close()
-		runErr = p.run(runCtx, memLimit, budget)
-		ret = p.ret
+		if runErr = p.run(runCtx, memLimit, budget); runErr == nil {
+			ret = p.ret // written by the runner, which has ended (not so when left to stop)
+		}
 	} else {
 		ctx := experimental.WithMemoryAllocator(context.WithValue(runCtx, stateKey{}, st), mem)
 		runErr = e.runCommand(ctx, e.moduleConfig(st), string(jobJSON), st.meter, budget)
