@@ -40,9 +40,9 @@ func (l *lockedBuffer) String() string {
 func serveCLI(t *testing.T, args ...string) (string, *lockedBuffer, func() int) {
 	t.Helper()
 	url, logs, stop := serveCLINow(t, args...)
-	require.Eventually(t, func() bool {
-		_, health := httpDo(t, "GET", url+"/health", "")
-		return health["loading_skills"] == 0.0
+	require.Eventually(t, func() bool { // /health answers 503 until the load is over
+		code, _ := httpDo(t, "GET", url+"/health", "")
+		return code == http.StatusOK
 	}, time.Minute, 20*time.Millisecond)
 	return url, logs, stop
 }
