@@ -26,3 +26,13 @@ _Noreturn void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 	fflush(stderr);
 	abort();
 }
+
+/* pandas' window/aggregations (C++, Cython's `except +`) rethrows in its
+ * catch blocks, which cannot run here either. */
+_Noreturn void __cxa_rethrow(void)
+{
+	fputs("wasmpy: a C++ exception was rethrown inside an extension module; "
+	      "wasm32-wasi cannot unwind it, so the run ends here\n", stderr);
+	fflush(stderr);
+	abort();
+}

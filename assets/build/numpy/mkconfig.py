@@ -1,7 +1,7 @@
-"""Print the cross build's Modules/config.c with numpy's extension modules
-added to the builtin table under their dotted names.
+"""Print the cross build's Modules/config.c with the sci variant's extension
+modules (numpy's, pandas') added to the builtin table under their dotted names.
 
-    mkconfig.py CONFIG.C MODULES.TXT > config.c
+    mkconfig.py CONFIG.C MODULES.TXT... > config.c
 
 Each entry calls the module's PyInit through a wrapper that sets CPython's
 package context to the dotted name meanwhile, as the shared-library loader
@@ -10,9 +10,13 @@ module (m_name "_multiarray_umath") would get a bare __name__.
 """
 import sys
 
-config, modules = sys.argv[1], sys.argv[2]
-mods = [line.split() for line in open(modules)
+config, lists = sys.argv[1], sys.argv[2:]
+mods = [line.split() for modules in lists for line in open(modules)
         if line.strip() and not line.startswith("#")]
+for kind, seen in (("module", [n for n, _ in mods]), ("init function", [i for _, i in mods])):
+    dups = sorted({x for x in seen if seen.count(x) > 1})
+    if dups:
+        sys.exit(f"mkconfig: {kind} listed twice: {' '.join(dups)}")
 src = open(config).read()
 decl = "extern const char *_PyImport_SwapPackageContext(const char *newcontext);\n"
 for i, (name, init) in enumerate(mods):

@@ -22,6 +22,9 @@ mapfile -t NUMPY_PATCHES < <(find "$NUMPY_DIR" -maxdepth 1 -name '*.patch' | LC_
 readonly NUMPY_PATCHES
 # numpy's extension modules: dotted module name and init function.
 readonly NUMPY_MODULES=$NUMPY_DIR/modules.txt
+# Every list of builtin extension modules the sci link has (a later recipe,
+# pandas', adds its own): numpy_link_inputs makes one builtin table of them.
+BUILTIN_MODULES=("$NUMPY_MODULES")
 # libc++ for pocketfft and the sort/hash tables, ninja for meson.
 TOOL_PACKAGES+=(libc++-19-dev-wasm32 libc++abi-19-dev-wasm32 ninja-build)
 readonly NUMPY_MESON_OPTIONS=(--prefix=/usr/local -Dbuildtype=release -Db_ndebug=if-release
@@ -202,7 +205,7 @@ numpy_make() {
 numpy_link_inputs() {
 	local name init rel a
 	mkdir -p "$NP/link"
-	"$BUILD_PY" -I "$NUMPY_DIR/mkconfig.py" "$CROSS/Modules/config.c" "$NUMPY_MODULES" >"$NP/link/config.c"
+	"$BUILD_PY" -I "$NUMPY_DIR/mkconfig.py" "$CROSS/Modules/config.c" "${BUILTIN_MODULES[@]}" >"$NP/link/config.c"
 	$WCC -O2 -DNDEBUG -std=c11 -DPy_BUILD_CORE "$PREFIX_MAP" -I"$CROSS" -I"$S/Include" -I"$S/Include/internal" \
 		-c "$NP/link/config.c" -o "$NP/link/config.o"
 	$WCC -O2 "$PREFIX_MAP" -c "$NUMPY_DIR/cxa_throw.c" -o "$NP/link/cxa_throw.o"
