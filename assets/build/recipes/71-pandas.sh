@@ -62,17 +62,18 @@ pandas_unpack() {
 	mv "$PDS.tmp" "$PDS"
 }
 
-# pandas_configure: numpy's headers as an install of the wasm32 numpy would
-# have them (its generated ones among them), then meson with numpy's cross
+# pandas_configure: numpy's headers as an install of the wasm32 numpy has
+# them (its generated ones among them: the whole install), then meson with numpy's cross
 # file and one more that says where they are.
 pandas_configure() {
 	rm -rf "$PDB" "$PD/npdev" "$PD/cross.ini"
 	mkdir -p "$PD"
 	"$NP/tools/bin/npy" "$NPS/vendored-meson/meson/meson.py" install -C "$NPB" --destdir "$PD/npdev" \
-		--no-rebuild --tags devel
+		--no-rebuild
 	local inc=$PD/npdev/usr/local/lib/python3.13/site-packages/numpy/_core/include
 	[ -f "$inc/numpy/_numpyconfig.h" ] || { echo "no numpy headers in $inc"; return 1; }
-	printf '[properties]\nnumpy_include = %s\n' "'$inc'" >"$PD/cross.ini"
+	printf "[properties]\nnumpy_include = '%s'\nnumpy_pxd_dir = '%s'\n" \
+		"$inc" "$PD/npdev/usr/local/lib/python3.13/site-packages" >"$PD/cross.ini"
 	cd "$PDS"
 	PATH=$NP/tools/bin:$PATH "$NP/tools/bin/npy" "$NPS/vendored-meson/meson/meson.py" setup "$PDB" \
 		--cross-file "$NP/cross/wasm32-wasi.ini" --cross-file "$PD/cross.ini" "${PANDAS_MESON_OPTIONS[@]}"
