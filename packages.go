@@ -17,22 +17,30 @@ type PackageSet struct {
 	Distributions []string `json:"distributions"` // "name version", sorted
 }
 
+// andList joins "a", "b", "c" as "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
 // Packages lists the package sets the sandbox mounts, in the order given.
 func (s *Sandbox) Packages() []PackageSet { return slices.Clone(s.sets) }
 
 // Require checks pip-style requirements ("sympy>=1.12") against the
 // distributions of the mounted package sets and those the interpreter
-// carries (numpy in the sci build), which are the allowlist: the error
+// carries (numpy and pandas in the sci build), which are the allowlist: the error
 // names the first requirement none meets, and why.
 func (s *Sandbox) Require(reqs ...string) error {
 	for _, r := range reqs {
 		if _, err := packages.Satisfy(r, s.dists); err != nil {
 			if len(s.sets) == 0 {
-				has := "the standard library"
+				has := []string{"the standard library"}
 				for _, d := range s.interp.Packages {
-					has += " and " + d.Name + " " + d.Version
+					has = append(has, d.Name+" "+d.Version)
 				}
-				return fmt.Errorf("wasmpy: requirement %q: the sandbox mounts no package set, so it has only %s", strings.TrimSpace(r), has)
+				return fmt.Errorf("wasmpy: requirement %q: the sandbox mounts no package set, so it has only %s", strings.TrimSpace(r), andList(has))
 			}
 			return fmt.Errorf("wasmpy: requirement %q: %v", strings.TrimSpace(r), err)
 		}

@@ -66,14 +66,35 @@ pandas_unpack() {
 # them (its generated ones among them: the whole install), then meson with numpy's cross
 # file and one more that says where they are.
 pandas_configure() {
-	rm -rf "$PDB" "$PD/npdev" "$PD/cross.ini"
+	rm -rf "$PDB" "$PD/npdev" "$PD/cross.ini" "$PD/tools"
 	mkdir -p "$PD"
 	"$NP/tools/bin/npy" "$NPS/vendored-meson/meson/meson.py" install -C "$NPB" --destdir "$PD/npdev" \
 		--no-rebuild
 	local inc=$PD/npdev/usr/local/lib/python3.13/site-packages/numpy/_core/include
 	[ -f "$inc/numpy/_numpyconfig.h" ] || { echo "no numpy headers in $inc"; return 1; }
-	printf "[properties]\nnumpy_include = '%s'\nnumpy_pxd_dir = '%s'\n" \
-		"$inc" "$PD/npdev/usr/local/lib/python3.13/site-packages" >"$PD/cross.ini"
+	# Cython names each string constant after its text and sorts its table
+	# of them by those names; the .pyx path a code object records is one, and
+	# meson passes it absolute, under the work dir: the table's order, and so
+	# python.wasm, would depend on where the work dir is. Run from the work
+	# dir, with its path arguments absolute, Cython records "src/pandas/...";
+	# its depfile then names the dependencies from the work dir, which ninja
+	# wants named from the build dir (absolute) and its target as given.
+	mkdir -p "$PD/tools"
+	cat >"$PD/tools/cython" <<-EOF
+		#!/bin/bash
+		args=(); prev=; out=
+		for a in "\$@"; do
+			if [ "\$prev" = -o ]; then out=\$a; a=\$(realpath -m -- "\$a")
+			elif [ "\${a#-}" = "\$a" ] && [ -e "\$a" ]; then a=\$(realpath -m -- "\$a"); fi
+			args+=("\$a"); prev=\$a
+		done
+		(cd $WORK && $NP/tools/bin/cython "\${args[@]}") || exit
+		[ -z "\$out" ] || [ ! -f "\$out.dep" ] ||
+			sed -i -E "1s|^[^:]*:|\$out:|; 2,\\\$s|^  ([^/])|  $WORK/\\1|" "\$out.dep"
+	EOF
+	chmod +x "$PD/tools/cython"
+	printf "[binaries]\ncython = '%s'\n\n[properties]\nnumpy_include = '%s'\nnumpy_pxd_dir = '%s'\n" \
+		"$PD/tools/cython" "$inc" "$PD/npdev/usr/local/lib/python3.13/site-packages" >"$PD/cross.ini"
 	cd "$PDS"
 	PATH=$NP/tools/bin:$PATH "$NP/tools/bin/npy" "$NPS/vendored-meson/meson/meson.py" setup "$PDB" \
 		--cross-file "$NP/cross/wasm32-wasi.ini" --cross-file "$PD/cross.ini" "${PANDAS_MESON_OPTIONS[@]}"
