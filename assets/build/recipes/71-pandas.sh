@@ -93,16 +93,17 @@ pandas_configure() {
 			sed -i -E "1s|^[^:]*:|\$out:|; 2,\\\$s|^  ([^/])|  $WORK/\\1|" "\$out.dep"
 	EOF
 	chmod +x "$PD/tools/cython"
-	printf "[binaries]\ncython = '%s'\n\n[properties]\nnumpy_include = '%s'\nnumpy_pxd_dir = '%s'\n" \
-		"$PD/tools/cython" "$inc" "$PD/npdev/usr/local/lib/python3.13/site-packages" >"$PD/cross.ini"
+	# (meson runs the cython on PATH, whatever the cross file says.)
+	printf "[properties]\nnumpy_include = '%s'\nnumpy_pxd_dir = '%s'\n" \
+		"$inc" "$PD/npdev/usr/local/lib/python3.13/site-packages" >"$PD/cross.ini"
 	cd "$PDS"
-	PATH=$NP/tools/bin:$PATH "$NP/tools/bin/npy" "$NPS/vendored-meson/meson/meson.py" setup "$PDB" \
+	PATH=$PD/tools:$NP/tools/bin:$PATH "$NP/tools/bin/npy" "$NPS/vendored-meson/meson/meson.py" setup "$PDB" \
 		--cross-file "$NP/cross/wasm32-wasi.ini" --cross-file "$PD/cross.ini" "${PANDAS_MESON_OPTIONS[@]}"
 }
 
 pandas_make() {
 	cd "$PDB"
-	PATH=$NP/tools/bin:$PATH ninja -j"$JOBS"
+	PATH=$PD/tools:$NP/tools/bin:$PATH ninja -j"$JOBS"
 	rm -rf "$PD_STAGE"
 	"$NP/tools/bin/npy" "$NPS/vendored-meson/meson/meson.py" install --destdir "$PD_STAGE" \
 		--no-rebuild --tags runtime,python-runtime
