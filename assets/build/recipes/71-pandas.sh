@@ -105,8 +105,8 @@ pandas_make() {
 	cd "$PDB"
 	PATH=$PD/tools:$NP/tools/bin:$PATH ninja -j"$JOBS"
 	rm -rf "$PD_STAGE"
-	"$NP/tools/bin/npy" "$NPS/vendored-meson/meson/meson.py" install --destdir "$PD_STAGE" \
-		--no-rebuild --tags runtime,python-runtime
+	# Every tag: pandas' install_subdir()s (compat, core, io...) have none.
+	"$NP/tools/bin/npy" "$NPS/vendored-meson/meson/meson.py" install --destdir "$PD_STAGE" --no-rebuild
 }
 
 # pandas_link_inputs: $PD/link-args: every module's archive and the static
