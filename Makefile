@@ -1,6 +1,6 @@
 # (Without building: bin/wasmpy setup installs verified release archives.)
 # make       builds bin/wasmpy and the interpreters from source (our CPython 3.13
-#            build and its sci variant with numpy when the machine can build
+#            build and its sci variant with numpy and pandas when the machine can build
 #            them, the npm one always); numpy's source tarball comes from
 #            WASMPY_SOURCES (default ../shared/sources beside the checkout, the
 #            main one for a git worktree, the origin for a local clone)
