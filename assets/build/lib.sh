@@ -14,14 +14,16 @@ sha256() { sha256sum "$1" | cut -d' ' -f1; }
 key() { printf '%s\n' "$@" | sha256sum | cut -c1-32; }
 
 # step NAME FUNCTION...: run FUNCTION with its output in $LOGS/NAME.log, print
-# the step's name and time, and the log's tail on failure. set -e holds inside
-# the subshell because its status is collected without a test.
+# the step's name and time, and the log's tail on failure. The step stops at
+# its first failing command (set -e in the subshell: the caller's set +e, which
+# lets this function collect the status, would otherwise hold there too); a
+# command whose failure a step tolerates says so with `|| true`.
 step() {
 	local name=$1 start=$SECONDS rc
 	shift
 	printf '%s: %-22s' "$ME" "$name" >&2
 	set +e
-	("$@") >"$LOGS/$name.log" 2>&1
+	(set -e; "$@") >"$LOGS/$name.log" 2>&1
 	rc=$?
 	set -e
 	if [ "$rc" -ne 0 ]; then
