@@ -21,6 +21,13 @@
 #            prints pass/fail counts; it fails on a failure not listed in
 #            internal/numpytest/expected_failures.txt, or a listed one that did
 #            not fail; WASMPY_NUMPY_TESTS=DIR,FILE,... a part
+# make test-pandas  runs pandas' own test suite in the sandbox the same way
+#            (every file under pandas/tests, no slow, network or database
+#            tests, as pandas.test() does; pandas' tarball from the build's
+#            work dir), judged against internal/numpytest/
+#            expected_failures_pandas.txt; hours: WASMPY_PANDAS_TESTS=DIR,FILE,...
+#            a part (a directory with its subdirectories). make test runs
+#            only the pandas smoke tests (pandas_test.go)
 # make test-cpython  runs CPython's regression tests in the sandbox beside a
 #            native run of the same source (make test runs a fast subset)
 # make fuzz  runs every fuzz target (or those matching FUZZ) for FUZZTIME each
@@ -48,7 +55,7 @@ SCI_DIR = $(shell bin/wasmpy setup --sci-dir)
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
 
-.PHONY: all wasmpy interpreter release cross packages setup cluster-test test test-python test-cpython test-numpy test-mcp-ts bench fuzz soak clean
+.PHONY: all wasmpy interpreter release cross packages setup cluster-test test test-python test-cpython test-numpy test-pandas test-mcp-ts bench fuzz soak clean
 all: wasmpy interpreter
 
 wasmpy:
@@ -136,6 +143,9 @@ test-cpython: all
 
 test-numpy: all
 	WASMPY_NUMPY_TESTS=$${WASMPY_NUMPY_TESTS:-all} $(GO) test -count=1 -v -timeout 6h -run '^TestNumpySuite$$' ./internal/numpytest
+
+test-pandas: all
+	WASMPY_PANDAS_TESTS=$${WASMPY_PANDAS_TESTS:-all} $(GO) test -count=1 -v -timeout 24h -run '^TestPandasSuite$$' ./internal/numpytest
 
 bench: all packages
 	$(GO) test -run '^$$' -bench . -benchtime 3s -count 1 ./...

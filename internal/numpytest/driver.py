@@ -1,8 +1,9 @@
-# Runs pytest on numpy's own tests, from numpy's source tree mounted as the
-# workspace (the cwd), against the interpreter's numpy (preloaded from the
-# standard library's directory). Prints one JSON line last: the counts, each
-# failure and error with a one-line reason, and the skips counted by reason.
-# A test module that cannot be imported is one error.
+# Runs pytest on a package's own tests (driver.py PACKAGE PYTEST-ARGS...:
+# numpy's, pandas'), from its source tree mounted as the workspace (the cwd),
+# against the interpreter's package (preloaded from the standard library's
+# directory). Prints one JSON line last: the counts, each failure and error
+# with a one-line reason, and the skips counted by reason. A test module
+# that cannot be imported is one error.
 import builtins
 import importlib
 import json
@@ -17,9 +18,11 @@ import pytest
 if not hasattr(os, "getuid"):
     os.getuid = lambda: 0
 
-# The test packages live in the source tree: each numpy package also
-# looks there for what it does not have (its tests/ subpackages).
-for top, dirs, files in os.walk("numpy"):
+# The test packages live in the source tree: each of the package's
+# packages also looks there for what it does not have (its tests/
+# subpackages).
+package, args = sys.argv[1], sys.argv[2:]
+for top, dirs, files in os.walk(package):
     dirs.sort()
     # tests/ packages are found through their parent's path; pytest
     # imports them (some skip at import, raising a BaseException).
@@ -154,6 +157,6 @@ class Report:
 
 report = Report()
 code = pytest.main(["-q", "--continue-on-collection-errors", "-p", "no:cacheprovider", "-p", "no:faulthandler", "-p", "no:logging", "--capture=sys", "-o", "addopts=", "--import-mode=importlib",
-                    "-W", "ignore::pytest.PytestUnraisableExceptionWarning"] + sys.argv[1:], plugins=[report])
+                    "-W", "ignore::pytest.PytestUnraisableExceptionWarning"] + args, plugins=[report])
 print()
 print(json.dumps({"exit": int(code), **report.counts, "problems": report.problems, "skips": report.skips}))

@@ -93,24 +93,32 @@ def test_after_the_exit():
 def test_guarded():
     ctypes.CDLL
 `,
-		"pkg/tests/test_left.py": "def test_left_out():\n    pass\n",
+		"pkg/tests/test_left.py":     "def test_left_out():\n    pass\n",
+		"pkg/tests/sub/test_deep.py": "def test_deep():\n    pass\n",
 	}
 	for name, code := range files {
 		require.NoError(t, os.MkdirAll(filepath.Join(tree, filepath.Dir(name)), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(tree, name), []byte(code), 0o644))
 	}
-	got, left, err := testFiles(tree, []string{"pkg/tests"}, map[string]string{"pkg/tests/test_left.py": "needs a fork"})
+	s := suite{pkg: "pkg", env: "WASMPY_NUMPY_TESTS", list: "expected_failures.txt", notRun: map[string]string{"pkg/tests/test_left.py": "needs a fork"}}
+	got, left, err := s.testFiles(tree, []string{"pkg/tests"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"pkg/tests/test_exit.py", "pkg/tests/test_later.py", "pkg/tests/test_mix.py", "pkg/tests/test_noimport.py"}, got)
 	require.Equal(t, map[string]string{"pkg/tests/test_left.py": "needs a fork"}, left)
-	_, _, err = testFiles(tree, []string{"pkg/nothing"}, nil)
-	require.EqualError(t, err, "WASMPY_NUMPY_TESTS: pkg/nothing is not in numpy's source tree")
+	// A recursive suite's directory (pandas') also gives its subdirectories' files.
+	deep := s
+	deep.recursive = true
+	all, _, err := deep.testFiles(tree, []string{"pkg/tests"})
+	require.NoError(t, err)
+	require.Equal(t, append([]string{"pkg/tests/sub/test_deep.py"}, got...), all)
+	_, _, err = s.testFiles(tree, []string{"pkg/nothing"})
+	require.EqualError(t, err, "WASMPY_NUMPY_TESTS: pkg/nothing is not in pkg's source tree")
 
 	sb := pytestSandbox(t)
-	var sum tally
+	sum := tally{name: "pkg"}
 	outcomes := map[string]outcome{}
 	for _, f := range got {
-		o, err := runFile(context.Background(), sb, tree, f)
+		o, err := s.runFile(context.Background(), sb, tree, f)
 		sum.add(f, o, err)
 		if f == "pkg/tests/test_exit.py" {
 			require.Error(t, err)
@@ -136,7 +144,7 @@ def test_guarded():
 	// Judged against a list of known failures: a failure not listed fails
 	// the suite, as does a listed test that passed or was skipped; the
 	// tests of a file that did not finish, or was not run, are not judged.
-	expected, err := parseExpected(`
+	expected, err := parseExpected("expected_failures.txt", `
 # one is not two
 pkg/tests/test_mix.py::test_fail  # AssertionError
 pkg/tests/test_noimport.py  # no such module
@@ -153,7 +161,7 @@ pkg/tests/test_left.py::test_left_out  # its file is not run
 	require.Equal(t, "1 failures and errors not in expected_failures.txt (fix them, or list them with a reason):\n"+
 		"  pkg/tests/test_mix.py::test_setup_error  # ERROR setup: RuntimeError: the fixture broke\n"+
 		"2 expected failures that did not fail (remove them from expected_failures.txt):\n"+
-		"  pkg/tests/test_mix.py::test_pass\n  pkg/tests/test_mix.py::test_skip\n", verdict(unexpected, stale))
+		"  pkg/tests/test_mix.py::test_pass\n  pkg/tests/test_mix.py::test_skip\n", verdict("expected_failures.txt", unexpected, stale))
 	expected["pkg/tests/test_mix.py::test_setup_error"] = "the fixture broke"
 	delete(expected, "pkg/tests/test_mix.py::test_pass")
 	delete(expected, "pkg/tests/test_mix.py::test_skip")
@@ -164,7 +172,7 @@ pkg/tests/test_left.py::test_left_out  # its file is not run
 	report := sum.String(left)
 	t.Log(report)
 	for _, want := range []string{
-		"  pkg/tests                       3 files  3 passed, 1 failed, 2 errors, 7 skipped, 1 xfailed, 0 xpassed\n",
+		"pkg's tests in the sandbox, per directory:\n  pkg/tests                       3 files  3 passed, 1 failed, 2 errors, 7 skipped, 1 xfailed, 0 xpassed\n",
 		"      1  FAILED call: AssertionError: one is not two  (test_mix.py 1)\n",
 		"      1  ERROR setup: RuntimeError: the fixture broke  (test_mix.py 1)\n",
 		"      1  ERROR ModuleNotFoundError: No module named 'no_such_module'  (test_noimport.py 1)\n",

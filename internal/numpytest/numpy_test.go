@@ -22,16 +22,20 @@ import (
 	"github.com/wasmpy/wasmpy/internal/testing/needs"
 )
 
-// dirs are the test directories `all` selects, numpy's packages in turn.
-var dirs = []string{"numpy/lib/tests", "numpy/linalg/tests", "numpy/fft/tests", "numpy/random/tests",
-	"numpy/ma/tests", "numpy/polynomial/tests", "numpy/matrixlib/tests", "numpy/tests", "numpy/_core/tests"}
-
-// notRun are the test files a directory's run leaves out, each with why it
-// cannot run in the sandbox; naming one in WASMPY_NUMPY_TESTS still runs it.
-var notRun = map[string]string{
-	"numpy/_core/tests/test_memmap.py":      "every test maps a file with np.memmap, and WASI has no mmap",
-	"numpy/_core/tests/test_simd.py":        "numpy._core._simd (the test module of numpy's SIMD intrinsics) is not linked into the sci build",
-	"numpy/_core/tests/test_simd_module.py": "numpy._core._simd (the test module of numpy's SIMD intrinsics) is not linked into the sci build",
+// numpySuite: numpy's tests, its packages' tests directories in turn.
+var numpySuite = suite{
+	pkg:  "numpy",
+	env:  "WASMPY_NUMPY_TESTS",
+	list: "expected_failures.txt",
+	dirs: []string{"numpy/lib/tests", "numpy/linalg/tests", "numpy/fft/tests", "numpy/random/tests",
+		"numpy/ma/tests", "numpy/polynomial/tests", "numpy/matrixlib/tests", "numpy/tests", "numpy/_core/tests"},
+	// The files a directory's run leaves out, each with why it cannot run in
+	// the sandbox; naming one in WASMPY_NUMPY_TESTS still runs it.
+	notRun: map[string]string{
+		"numpy/_core/tests/test_memmap.py":      "every test maps a file with np.memmap, and WASI has no mmap",
+		"numpy/_core/tests/test_simd.py":        "numpy._core._simd (the test module of numpy's SIMD intrinsics) is not linked into the sci build",
+		"numpy/_core/tests/test_simd_module.py": "numpy._core._simd (the test module of numpy's SIMD intrinsics) is not linked into the sci build",
+	},
 }
 
 // expectedFailures are the tests known to fail in the sandbox, each with why.
@@ -47,25 +51,31 @@ var expectedFailures string
 // expected_failures.txt does not list, and on a listed test of a file that
 // ran to its end without failing (so the list cannot rot).
 func TestNumpySuite(t *testing.T) {
-	sel := os.Getenv("WASMPY_NUMPY_TESTS")
+	sel := os.Getenv(numpySuite.env)
 	if sel == "" {
 		t.Skip("numpy's own tests take many minutes: `make test-numpy` runs them")
 	}
 	if sel == "all" {
-		sel = strings.Join(dirs, ",")
+		sel = strings.Join(numpySuite.dirs, ",")
 	}
-	tree := sourceTree(t)
-	files, left, err := testFiles(tree, strings.Split(sel, ","), notRun)
+	runSuite(t, numpySuite, sourceTree(t), sel, expectedFailures)
+}
+
+// runSuite runs the test files sel selects (directories and files of tree,
+// comma-separated) as TestNumpySuite says, judged against the expected
+// failures' text.
+func runSuite(t *testing.T, s suite, tree, sel, expectedText string) {
+	files, left, err := s.testFiles(tree, strings.Split(sel, ","))
 	require.NoError(t, err)
-	expected, err := parseExpected(expectedFailures)
+	expected, err := parseExpected(s.list, expectedText)
 	require.NoError(t, err)
 	sb := pytestSandbox(t)
 
-	var sum tally
+	sum := tally{name: s.pkg}
 	finished := map[string]outcome{}
 	for _, f := range files {
 		start := time.Now()
-		o, err := runFile(context.Background(), sb, tree, f)
+		o, err := s.runFile(context.Background(), sb, tree, f)
 		sum.add(f, o, err)
 		if err == nil {
 			finished[f] = o
@@ -74,11 +84,11 @@ func TestNumpySuite(t *testing.T) {
 	}
 	fmt.Print(sum.String(left))
 	unexpected, stale := judge(expected, finished)
-	fmt.Print(verdict(unexpected, stale))
+	fmt.Print(verdict(s.list, unexpected, stale))
 	require.Greater(t, sum.total().Passed, 0)
 	require.Empty(t, sum.crashed, "test files ended without pytest's summary")
-	require.Empty(t, unexpected, "failures not in expected_failures.txt: fix them, or list them there with a reason")
-	require.Empty(t, stale, "expected failures that did not fail: remove them from expected_failures.txt")
+	require.Empty(t, unexpected, "failures not in %s: fix them, or list them there with a reason", s.list)
+	require.Empty(t, stale, "expected failures that did not fail: remove them from %s", s.list)
 }
 
 // sourceTree unpacks the numpy tarball the sci build is made from (checked

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -56,32 +57,57 @@ type outcome struct {
 	Skips    map[string]int `json:"skips"`
 }
 
+// suite is one package's own test suite as the sandbox runs it.
+type suite struct {
+	pkg       string            // the top package ("numpy"), a directory of its source tree
+	env       string            // the variable that selects test files ("WASMPY_NUMPY_TESTS")
+	list      string            // the expected failures' file, for messages
+	dirs      []string          // the test directories `all` selects; nil: every one under pkg/tests
+	notRun    map[string]string // the files a directory's run leaves out, each with why
+	args      []string          // pytest's arguments before the test file
+	recursive bool              // a directory is also its subdirectories' test files
+}
+
 // testFiles expands a selection of test files and directories (relative to
 // tree) into the files to run, one run each, so a trap or a limit in one
 // file costs only that file and every problem is named by its file. A
-// directory gives its test_*.py files less those in skip, which are
-// returned with their reasons; a file named on its own always runs.
-func testFiles(tree string, sel []string, skip map[string]string) ([]string, map[string]string, error) {
+// directory gives its test_*.py files (and its subdirectories', for a
+// recursive suite) less those in s.notRun, which are returned with their
+// reasons; a file named on its own always runs.
+func (s suite) testFiles(tree string, sel []string) ([]string, map[string]string, error) {
 	var files []string
 	left := map[string]string{}
-	for _, s := range sel {
-		s = path.Clean(strings.TrimSpace(s))
-		st, err := os.Stat(filepath.Join(tree, s))
+	for _, name := range sel {
+		name = path.Clean(strings.TrimSpace(name))
+		st, err := os.Stat(filepath.Join(tree, name))
 		if err != nil {
-			return nil, nil, fmt.Errorf("WASMPY_NUMPY_TESTS: %s is not in numpy's source tree", s)
+			return nil, nil, fmt.Errorf("%s: %s is not in %s's source tree", s.env, name, s.pkg)
 		}
 		if !st.IsDir() {
-			files = append(files, s)
+			files = append(files, name)
 			continue
 		}
-		found, _ := filepath.Glob(filepath.Join(tree, s, "test_*.py"))
+		found, _ := filepath.Glob(filepath.Join(tree, name, "test_*.py"))
+		if s.recursive {
+			found = nil
+			filepath.WalkDir(filepath.Join(tree, name), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), "test_") && strings.HasSuffix(d.Name(), ".py") {
+					found = append(found, p)
+				}
+				return nil
+			})
+		}
 		if len(found) == 0 {
-			return nil, nil, fmt.Errorf("WASMPY_NUMPY_TESTS: %s has no test_*.py files", s)
+			return nil, nil, fmt.Errorf("%s: %s has no test_*.py files", s.env, name)
 		}
 		sort.Strings(found)
 		for _, f := range found {
-			rel := path.Join(s, filepath.Base(f))
-			if why, ok := skip[rel]; ok {
+			rel, err := filepath.Rel(tree, f)
+			if err != nil {
+				return nil, nil, err
+			}
+			rel = filepath.ToSlash(rel)
+			if why, ok := s.notRun[rel]; ok {
 				left[rel] = why
 				continue
 			}
@@ -94,9 +120,10 @@ func testFiles(tree string, sel []string, skip map[string]string) ([]string, map
 // runFile runs pytest on one test file in a fresh run of sb, with tree as
 // the workspace; an error says why the run ended without the driver's
 // summary (a trap, a limit, a crash).
-func runFile(ctx context.Context, sb *wasmpy.Sandbox, tree, file string) (outcome, error) {
+func (s suite) runFile(ctx context.Context, sb *wasmpy.Sandbox, tree, file string) (outcome, error) {
 	var o outcome
-	res, err := sb.Run(ctx, wasmpy.Job{Code: driver, Filename: "driver.py", Args: []string{file}, Workspace: tree, Limits: limits})
+	args := append(append([]string{s.pkg}, s.args...), file)
+	res, err := sb.Run(ctx, wasmpy.Job{Code: driver, Filename: "driver.py", Args: args, Workspace: tree, Limits: limits})
 	if err != nil {
 		return o, err
 	}
@@ -128,6 +155,7 @@ func fileReport(file string, o outcome, err error, took time.Duration) string {
 // tally sums the files' outcomes per directory and groups their problems by
 // reason.
 type tally struct {
+	name    string // the package whose tests they are
 	groups  []string
 	byGroup map[string]*counts
 	files   map[string]int
@@ -176,7 +204,7 @@ func (t *tally) total() counts {
 // out and those that did not finish.
 func (t *tally) String(left map[string]string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "numpy's tests in the sandbox, per directory:\n")
+	fmt.Fprintf(&b, "%s's tests in the sandbox, per directory:\n", t.name)
 	for _, g := range t.groups {
 		fmt.Fprintf(&b, "  %-28s %4d files  %s\n", g, t.files[g], t.byGroup[g])
 	}

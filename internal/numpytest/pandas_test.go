@@ -1,0 +1,98 @@
+package numpytest
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wasmpy/wasmpy/assets"
+	"github.com/wasmpy/wasmpy/internal/testing/needs"
+)
+
+// pandasSuite: pandas' tests, every test file under pandas/tests, deselected
+// as pandas.test() does (no slow, network or database tests), with pandas'
+// own pytest configuration (its pyproject.toml: markers, xfail_strict, its
+// warnings as errors).
+var pandasSuite = suite{
+	pkg:       "pandas",
+	env:       "WASMPY_PANDAS_TESTS",
+	list:      "expected_failures_pandas.txt",
+	args:      []string{"-m", "not slow and not network and not db"},
+	recursive: true,
+	// The files a directory's run leaves out, each with why it cannot run in
+	// the sandbox; naming one in WASMPY_PANDAS_TESTS still runs it.
+	notRun: map[string]string{},
+}
+
+// pandasExpectedFailures are the tests of pandas known to fail in the
+// sandbox, each with why.
+//
+//go:embed expected_failures_pandas.txt
+var pandasExpectedFailures string
+
+// TestPandasSuite runs the test files of pandas' own suite that
+// WASMPY_PANDAS_TESTS selects (all: pandas/tests; or a comma-separated list
+// of directories, each with its subdirectories, and files), as
+// TestNumpySuite does numpy's, judged against expected_failures_pandas.txt.
+func TestPandasSuite(t *testing.T) {
+	sel := os.Getenv(pandasSuite.env)
+	if sel == "" {
+		t.Skip("pandas' own tests take hours: `make test-pandas` runs them")
+	}
+	if sel == "all" {
+		sel = "pandas/tests"
+	}
+	runSuite(t, pandasSuite, pandasSourceTree(t), sel, pandasExpectedFailures)
+}
+
+// pandasSourceTree unpacks the pandas tarball the sci build is made from
+// (Debian's, which build.sh keeps in its work dir's dl/; checked against
+// the lock) into the cache, once.
+func pandasSourceTree(t *testing.T) string {
+	var lock struct {
+		Inputs map[string]struct {
+			File   string `json:"file"`
+			SHA256 string `json:"sha256"`
+		} `json:"inputs"`
+	}
+	b, err := os.ReadFile("../../assets/build/interpreter.lock")
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &lock))
+	in := lock.Inputs["pandas"]
+	require.NotEmpty(t, in.File, "interpreter.lock pins no pandas")
+	work := os.Getenv("WASMPY_BUILD_DIR")
+	if work == "" {
+		cache, err := os.UserCacheDir()
+		require.NoError(t, err)
+		work = filepath.Join(cache, "wasmpy", "build")
+	}
+	tarball := filepath.Join(work, "dl", in.File)
+	data, err := os.ReadFile(tarball)
+	if os.IsNotExist(err) {
+		needs.Skipf(t, "needs the sci build's work dir (run `make`; WASMPY_BUILD_DIR): no %s", tarball)
+	}
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	require.Equal(t, in.SHA256, hex.EncodeToString(sum[:]), "%s differs from the lock", tarball)
+	cache, err := assets.DefaultCacheDir()
+	require.NoError(t, err)
+	dir := filepath.Join(cache, "pandas-tests", in.SHA256[:12])
+	if _, err := os.Stat(filepath.Join(dir, "pandas", "conftest.py")); err == nil {
+		return dir
+	}
+	tmp := dir + ".tmp"
+	require.NoError(t, os.RemoveAll(tmp))
+	require.NoError(t, os.MkdirAll(tmp, 0o755))
+	out, err := exec.Command("tar", "-xJf", tarball, "-C", tmp, "--strip-components=1").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.Rename(tmp, dir))
+	return dir
+}
