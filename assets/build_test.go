@@ -23,9 +23,11 @@ import (
 func TestBuildRefusesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	// The recipe needs no toolchain package but jq, says when its input
-	// passed, and stops there, or with PROBE_LINK set fails the link halfway.
+	// passed, runs a step (whose first command fails with PROBE_MIDSTEP set),
+	// and stops there, or with PROBE_LINK set fails the link halfway.
 	recipes := map[string]string{"00-probe.sh": "TOOL_PACKAGES=(jq)\ninput probe file probe-1.0.tar.xz\nrecipe probe\n" +
-		"probe() { say \"probe built from ${IN_FILE[probe]}\"; [ -n \"${PROBE_LINK:-}\" ] || exit 0; }\n" +
+		"probe() { say \"probe built from ${IN_FILE[probe]}\"; step probe-step probe_step; [ -n \"${PROBE_LINK:-}\" ] || exit 0; }\n" +
+		"probe_step() { [ -z \"${PROBE_MIDSTEP:-}\" ] || cp \"$WORK/no-such-file\" \"$WORK/copy\"; echo \"probe step done\"; }\n" +
 		"link_reactor() { echo partial >\"$STAGE/python.wasm\"; return 1; }\n"}
 	build := fakeBuildDir(t, dir, recipes)
 	good := []byte("the pinned source\n")
@@ -118,6 +120,16 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		msg, rc := buildSh("WASMPY_SOURCES="+sources, "PROBE_LINK=1")
 		require.Equal(t, 1, rc, msg)
 		require.Regexp(t, `build.sh: link-reactor +FAILED`, msg)
+		noOutput()
+	})
+	t.Run("a command fails in the middle of a step", func(t *testing.T) {
+		// The step's last command succeeds: the step fails all the same,
+		// at the command that failed, and its log's tail says why.
+		msg, rc := buildSh("WASMPY_SOURCES="+sources, "PROBE_MIDSTEP=1")
+		require.Equal(t, 1, rc, msg)
+		require.Regexp(t, `build.sh: probe-step +FAILED`, msg)
+		require.Contains(t, msg, "no-such-file")
+		require.NotContains(t, msg, "probe step done")
 		noOutput()
 	})
 }
