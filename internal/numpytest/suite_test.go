@@ -77,6 +77,13 @@ type suite struct {
 func (s suite) testFiles(tree string, sel []string) ([]string, map[string]string, error) {
 	var files []string
 	left := map[string]string{}
+	seen := map[string]bool{}
+	add := func(f string) {
+		if !seen[f] { // a directory and its parent both selected
+			seen[f] = true
+			files = append(files, f)
+		}
+	}
 	for _, name := range sel {
 		name = path.Clean(strings.TrimSpace(name))
 		st, err := os.Stat(filepath.Join(tree, name))
@@ -84,7 +91,7 @@ func (s suite) testFiles(tree string, sel []string) ([]string, map[string]string
 			return nil, nil, fmt.Errorf("%s: %s is not in %s's source tree", s.env, name, s.pkg)
 		}
 		if !st.IsDir() {
-			files = append(files, name)
+			add(name)
 			continue
 		}
 		found, _ := filepath.Glob(filepath.Join(tree, name, "test_*.py"))
@@ -111,7 +118,7 @@ func (s suite) testFiles(tree string, sel []string) ([]string, map[string]string
 				left[rel] = why
 				continue
 			}
-			files = append(files, rel)
+			add(rel)
 		}
 	}
 	return files, left, nil
@@ -204,7 +211,11 @@ func (t *tally) total() counts {
 // out and those that did not finish.
 func (t *tally) String(left map[string]string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s's tests in the sandbox, per directory:\n", t.name)
+	owner := t.name + "'s"
+	if strings.HasSuffix(t.name, "s") {
+		owner = t.name + "'" // pandas'
+	}
+	fmt.Fprintf(&b, "%s tests in the sandbox, per directory:\n", owner)
 	for _, g := range t.groups {
 		fmt.Fprintf(&b, "  %-28s %4d files  %s\n", g, t.files[g], t.byGroup[g])
 	}
