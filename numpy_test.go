@@ -267,12 +267,12 @@ print(a.sum(), np.load("out.npy").sum())
 	require.Equal(t, "out.npy", strings.Join(names, ","))
 }
 
-// The sci build's numpy, pandas and pandas' dependencies meet a requirement
+// The sci build's numpy, pandas, pandas' dependencies and Pillow meet a requirement
 // without a package set; the default build's do not.
 func TestNumpyRequirement(t *testing.T) {
 	sb := numpySandbox(t)
 	require.NoError(t, sb.Require("numpy>=2.2", "numpy==2.2.4", "pandas>=2.2", "python-dateutil>=2.8.2", "pytz>=2020.1", "six"))
-	require.EqualError(t, sb.Require("numpy>=3"), `wasmpy: requirement "numpy>=3": the sandbox mounts no package set, so it has only the standard library, numpy 2.2.4, pandas 2.2.3, python-dateutil 2.9.0, pytz 2025.2 and six 1.17.0`)
+	require.EqualError(t, sb.Require("numpy>=3"), `wasmpy: requirement "numpy>=3": the sandbox mounts no package set, so it has only the standard library, numpy 2.2.4, pandas 2.2.3, python-dateutil 2.9.0, pytz 2025.2, six 1.17.0 and pillow 11.1.0`)
 	require.EqualError(t, testSandbox(t).Require("numpy"), `wasmpy: requirement "numpy": the sandbox mounts no package set, so it has only the standard library`)
 }
 
