@@ -191,3 +191,34 @@ print(Image.open("photo.png").size)
 	require.Equal(t, "OSError", res.Error.Type)
 	require.Contains(t, res.Error.Message, "decoder jpeg not available")
 }
+
+// What the sci build's Pillow lacks (no JPEG, FreeType, LittleCMS or XCB,
+// no Ghostscript or clipboard tools to run) raises a Python exception that
+// names it, and the run goes on.
+func TestPillowMissingFeatures(t *testing.T) {
+	res := runNumpy(t, wasmpy.Job{Code: `
+import io
+from PIL import Image, ImageCms, ImageFont, ImageGrab
+eps = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 4 4\n"
+for name, f in [("jpeg", lambda: Image.new("RGB", (4, 4)).save(io.BytesIO(), "JPEG")),
+                ("pdf", lambda: Image.new("RGB", (4, 4)).save(io.BytesIO(), "PDF")),
+                ("truetype", lambda: ImageFont.truetype("DejaVuSans.ttf", 12)),
+                ("cms", lambda: ImageCms.createProfile("sRGB")),
+                ("eps", lambda: Image.open(io.BytesIO(eps)).load()),
+                ("grab", lambda: ImageGrab.grab())]:
+    try:
+        f()
+        print(name, "worked")
+    except Exception as e:
+        print(name, type(e).__name__, e)
+print(Image.new("RGB", (4, 4)).size)
+`})
+	require.Nil(t, res.Error, res.Stderr)
+	require.Equal(t, "jpeg OSError encoder jpeg not available\n"+
+		"pdf OSError encoder jpeg not available\n"+
+		"truetype ImportError cannot import name '_imagingft' from 'PIL' (/usr/local/lib/python3.13/PIL/__init__.py)\n"+
+		"cms ImportError cannot import name '_imagingcms' from 'PIL' (/usr/local/lib/python3.13/PIL/__init__.py)\n"+
+		"eps OSError Unable to locate Ghostscript on paths\n"+
+		"grab OSError Pillow was built without XCB support\n"+
+		"(4, 4)\n", res.Stdout)
+}
