@@ -48,8 +48,8 @@ readonly PILLOW_LIB_IMAGING=(Access AlphaComposite Resample Reduce Bands BcnDeco
 	ZipDecode ZipEncode TiffDecode Jpeg2KDecode Jpeg2KEncode BoxBlur QuantPngQuant codec_fd)
 
 # pillow: after CPython's cross build (its pyconfig.h and headers), compile
-# Pillow's modules (again only when the source, the patches, the sysroot, the
-# cross configuration or this recipe changed), then add their archives to
+# Pillow's modules (again only when the source, its patches, the sysroot, the
+# cross configuration, CPython's patches (its headers) or this recipe changed), then add their archives to
 # the link and Pillow's Python files to the zip.
 pillow() {
 	PL=$WORK/pillow PLS=$SRC/pillow
@@ -60,8 +60,8 @@ pillow() {
 		step pillow-unpack pillow_unpack
 		stamp_set pillow-src "$k_src"
 	fi
-	k_make=$(key "$k_src" "$SYSROOT_KEY" "$(cat "$WORK/stamps/cross-configure")" "$WCC" "$PREFIX_MAP" \
-		"$(sha256 "${BASH_SOURCE[0]}")")
+	k_make=$(key "$k_src" "$SYSROOT_KEY" "$(cat "$WORK/stamps/cross-configure")" "$(cat "$WORK/stamps/patches")" \
+		"$WCC" "$PREFIX_MAP" "$(sha256 "${BASH_SOURCE[0]}")")
 	if ! stamp_ok pillow-make "$k_make"; then
 		step pillow-make pillow_make
 		stamp_set pillow-make "$k_make"
