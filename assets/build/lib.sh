@@ -116,7 +116,7 @@ newest() {
 
 # available_versions TYPE PACKAGE: the versions the private view offers.
 available_versions() {
-	if [ "$1" = source ]; then
+	if [ "$1" = source ] || [ "$1" = debian ]; then
 		apt-cache "${APT[@]}" showsrc "$2" 2>/dev/null | sed -n 's/^Version: //p'
 	else
 		apt-cache "${APT[@]}" madison "$2" 2>/dev/null | awk -F'|' '{gsub(/ /, "", $2); print $2}'
@@ -127,8 +127,9 @@ available_versions() {
 
 # Inputs are declared by the recipes (input NAME TYPE PACKAGE) and pinned in
 # $LOCK under .inputs[NAME]: {package, type, version, file, sha256}. TYPE is
-# "source" (the upstream tarball of a Debian source package), "binary" (a
-# Debian .deb) or "file" (a tarball in $WASMPY_SOURCES, which the lock entry's
+# "source" (the upstream tarball of a Debian source package), "debian" (the
+# Debian tarball of one: debian/, its patches, which a recipe applies by name),
+# "binary" (a Debian .deb) or "file" (a tarball in $WASMPY_SOURCES, which the lock entry's
 # "from" says how to get).
 INPUTS=()
 declare -A IN_TYPE IN_PKG IN_VER IN_FILE IN_SHA IN_VARIANT
@@ -178,12 +179,15 @@ fetch() {
 	fi
 	tmp=$DL/tmp.$name
 	rm -rf "$tmp" && mkdir -p "$tmp"
-	if [ "$type" = source ]; then
+	if [ "$type" = source ] || [ "$type" = debian ]; then
 		where="Debian $SUITE: apt-get source --download-only $pkg=$ver"
-		# Only the upstream tarball is used: a mirror that lists a revision
-		# but lacks its .dsc or Debian diff still serves it, checked below.
+		# Only the tarball asked for is used (the upstream one, or the Debian
+		# one): a mirror that lists a revision but lacks its .dsc still serves
+		# them, checked below.
+		local want='*.orig.tar.*'
+		[ "$type" = source ] || want='*.debian.tar.*'
 		(cd "$tmp" && apt-get "${APT[@]}" source --download-only "$pkg=$ver") >"$LOGS/fetch-$name.log" 2>&1 || true
-		file=$(find "$tmp" -maxdepth 1 -name '*.orig.tar.*' ! -name '*.asc' -printf '%f\n' | sort | head -n 1)
+		file=$(find "$tmp" -maxdepth 1 -name "$want" ! -name '*.asc' -printf '%f\n' | sort | head -n 1)
 		[ -n "$file" ] || { tail -n 20 "$LOGS/fetch-$name.log" >&2; unavailable "apt-get source $pkg=$ver failed"; }
 	else
 		where="Debian $SUITE: apt-get download $pkg=$ver"

@@ -7,8 +7,9 @@
 # Python files go into python313.zip.
 #
 # The source is Debian's (trixie's pillow 11.1.0), its upstream tarball,
-# with Debian's security fixes to it (pillow/1N-debian-*.patch, copied from
-# trixie's pillow 11.1.0-5+deb13u4: decoders meet untrusted files) and ours
+# with Debian's security fixes to it (the patches pillow/debian-patches.txt
+# names, taken from the Debian tarball of trixie's pillow 11.1.0-5+deb13u4,
+# pinned as the input pillow-debian: decoders meet untrusted files) and ours
 # (pillow/50-wasi.patch: PdfParser without mmap, Image.show() through
 # wasmpy.show()).
 #
@@ -25,6 +26,7 @@
 [ "$VARIANT" = sci ] || return 0
 
 input pillow source pillow sci
+input pillow-debian debian pillow sci
 recipe pillow
 
 readonly PILLOW_DIR=$HERE/pillow
@@ -54,7 +56,7 @@ readonly PILLOW_LIB_IMAGING=(Access AlphaComposite Resample Reduce Bands BcnDeco
 pillow() {
 	PL=$WORK/pillow PLS=$SRC/pillow
 	local k_src k_make
-	k_src=$(key "${IN_SHA[pillow]}" "$(for p in "${PILLOW_PATCHES[@]}"; do basename "$p"; sha256 "$p"; done)")
+	k_src=$(key "${IN_SHA[pillow]}" "${IN_SHA[pillow-debian]}" "$(cat "$PILLOW_DIR/debian-patches.txt")" "$(for p in "${PILLOW_PATCHES[@]}"; do basename "$p"; sha256 "$p"; done)")
 	if ! stamp_ok pillow-src "$k_src"; then
 		stamp_clear pillow-make
 		step pillow-unpack pillow_unpack
@@ -76,7 +78,15 @@ pillow_unpack() {
 	mkdir -p "$PLS.tmp"
 	# The sources and the test scripts Debian's fixes touch, not the test images.
 	tar -xf "$DL/${IN_FILE[pillow]}" -C "$PLS.tmp" --strip-components=1 --wildcards '*/src/*' '*/Tests/*.py'
-	local p
+	local p deb=$WORK/pillow-debian
+	rm -rf "$deb" && mkdir -p "$deb"
+	tar -xf "$DL/${IN_FILE[pillow-debian]}" -C "$deb" debian/patches
+	while read -r p; do
+		case $p in '' | '#'*) continue ;; esac
+		echo "applying Debian's $p"
+		patch -d "$PLS.tmp" -p1 --fuzz=0 --no-backup-if-mismatch <"$deb/debian/patches/$p"
+	done <"$PILLOW_DIR/debian-patches.txt"
+	rm -rf "$deb"
 	for p in "${PILLOW_PATCHES[@]}"; do
 		echo "applying $(basename "$p")"
 		patch -d "$PLS.tmp" -p1 --fuzz=0 --no-backup-if-mismatch <"$p"
