@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -71,7 +72,8 @@ func setupCommand() *cli.Command {
 			usable := 0
 			for _, kind := range []string{assets.NPM, assets.Core, assets.Sci} {
 				// Opening a sandbox compiles the interpreter into the cache,
-				// so the first real run does not pay for it.
+				// so the first real run does not pay for it: on every engine
+				// this binary has (wasmtime runs the core builds only).
 				sb, err := wasmpy.New(c.Context, wasmpy.Config{Interpreter: kind, CacheDir: cache})
 				if err != nil {
 					fmt.Fprintf(w, "%s interpreter: not available: %s\n", kind, console.OneLine(err))
@@ -79,6 +81,13 @@ func setupCommand() *cli.Command {
 				}
 				info := sb.Interpreter()
 				sb.Close(c.Context)
+				if kind != assets.NPM && slices.Contains(wasmpy.Engines(), "wasmtime") {
+					if sb, err := wasmpy.New(c.Context, wasmpy.Config{Interpreter: kind, CacheDir: cache, Engine: "wasmtime"}); err != nil {
+						fmt.Fprintf(w, "%s interpreter: not compiled for wasmtime: %s\n", kind, console.OneLine(err))
+					} else {
+						sb.Close(c.Context)
+					}
+				}
 				usable++
 				fmt.Fprintf(w, "%s interpreter: CPython %s, sha256 %s, %s (compiled)\n", kind, info.Version, info.SHA256, lockWords(kind, cache))
 			}

@@ -130,10 +130,18 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 	if site := e.site.sysFS(); site != nil {
 		w.fixed = append(w.fixed, wasiMount{path: packages.SiteDir, fs: site})
 	}
-	// Most runs ask for no fuel budget: the free kind is loaded now and an
-	// instance of it parked; the metered one when a run first needs it.
-	if _, err := w.kind(w.free); err != nil {
-		return nil, err
+	// Both kinds are loaded now (compiled once, then mapped from the
+	// cache): a run never pays for a compile inside its deadline (a first
+	// budgeted run once spent its whole timeout compiling the metered kind).
+	// An instance of the free kind is parked below: most runs ask for no
+	// fuel budget.
+	for _, k := range []*wtKind{w.free, w.metered} {
+		if k == nil {
+			continue
+		}
+		if _, err := w.kind(k); err != nil {
+			return nil, err
+		}
 	}
 	// The image is the same bytes whichever engine makes it (both WASIs
 	// tell the guest the same: TestImageSameOnEachEngine), so the engines
