@@ -107,12 +107,20 @@ func sourceTree(t *testing.T) string {
 	tarball := filepath.Join(sourcesDir(t), in.File)
 	data, err := os.ReadFile(tarball)
 	require.NoError(t, err, "numpy's source tarball (WASMPY_SOURCES)")
+	return unpackTree(t, tarball, data, in.SHA256, "numpy")
+}
+
+// unpackTree checks a package's source tarball (its bytes, data) against
+// the lock's SHA-256 and unpacks it once into the user cache
+// (<pkg>-tests/<sha prefix>), returning that directory.
+func unpackTree(t *testing.T, tarball string, data []byte, sha, pkg string) string {
+	t.Helper()
 	sum := sha256.Sum256(data)
-	require.Equal(t, in.SHA256, hex.EncodeToString(sum[:]), "%s differs from the lock", tarball)
+	require.Equal(t, sha, hex.EncodeToString(sum[:]), "%s differs from the lock", tarball)
 	cache, err := assets.DefaultCacheDir()
 	require.NoError(t, err)
-	dir := filepath.Join(cache, "numpy-tests", in.SHA256[:12])
-	if _, err := os.Stat(filepath.Join(dir, "numpy", "conftest.py")); err == nil {
+	dir := filepath.Join(cache, pkg+"-tests", sha[:12])
+	if _, err := os.Stat(filepath.Join(dir, pkg, "conftest.py")); err == nil {
 		return dir
 	}
 	tmp := dir + ".tmp"

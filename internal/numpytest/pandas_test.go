@@ -1,18 +1,14 @@
 package numpytest
 
 import (
-	"crypto/sha256"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wasmpy/wasmpy/assets"
 	"github.com/wasmpy/wasmpy/internal/testing/needs"
 )
 
@@ -79,20 +75,5 @@ func pandasSourceTree(t *testing.T) string {
 		needs.Skipf(t, "needs the sci build's work dir (run `make`; WASMPY_BUILD_DIR): no %s", tarball)
 	}
 	require.NoError(t, err)
-	sum := sha256.Sum256(data)
-	require.Equal(t, in.SHA256, hex.EncodeToString(sum[:]), "%s differs from the lock", tarball)
-	cache, err := assets.DefaultCacheDir()
-	require.NoError(t, err)
-	dir := filepath.Join(cache, "pandas-tests", in.SHA256[:12])
-	if _, err := os.Stat(filepath.Join(dir, "pandas", "conftest.py")); err == nil {
-		return dir
-	}
-	tmp := dir + ".tmp"
-	require.NoError(t, os.RemoveAll(tmp))
-	require.NoError(t, os.MkdirAll(tmp, 0o755))
-	out, err := exec.Command("tar", "-xJf", tarball, "-C", tmp, "--strip-components=1").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.NoError(t, os.RemoveAll(dir))
-	require.NoError(t, os.Rename(tmp, dir))
-	return dir
+	return unpackTree(t, tarball, data, in.SHA256, "pandas")
 }
