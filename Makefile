@@ -49,8 +49,10 @@ GO ?= go
 WASMTIME_PLATFORM := $(filter linux/amd64 linux/arm64 darwin/amd64 darwin/arm64,$(shell $(GO) env GOOS)/$(shell $(GO) env GOARCH))
 WASMTIME ?= $(if $(and $(filter 1,$(shell $(GO) env CGO_ENABLED)),$(shell command -v "$$($(GO) env CC)"),$(WASMTIME_PLATFORM)),1,0)
 ENGINE_TAGS = $(if $(filter 1,$(WASMTIME)),-tags wasmtime)
-BUILD_DIR = $(shell bin/wasmpy setup --build-dir)
-SCI_DIR = $(shell bin/wasmpy setup --sci-dir)
+# Asked of bin/wasmpy once it exists (the exported variables below are
+# evaluated for every recipe, the one that builds it included).
+BUILD_DIR = $(shell [ -x bin/wasmpy ] && bin/wasmpy setup --build-dir)
+SCI_DIR = $(shell [ -x bin/wasmpy ] && bin/wasmpy setup --sci-dir)
 # The fuel instrumenter's test also meters the npm build, a WASI command.
 export WASMPY_TEST_WASM = $(dir $(BUILD_DIR))npm-3.12.0/python.wasm
 export WASMPY_DEBS ?= $(abspath $(dir $(BUILD_DIR))../debs)
