@@ -102,7 +102,9 @@ func pollOneoff(ctx context.Context, in instance, stack []uint64) {
 		if st := stateFrom(ctx); st != nil {
 			st.meter.refuel(ctx, st.intr.flush)
 			st.intr.deliver()
-			st.intr.tick()
+			if st.meter.takeFlush() {
+				st.intr.flush()
+			}
 		}
 		stack[0] = errnoInval // a refuel has decided already
 		return

@@ -17,12 +17,11 @@ const (
 	sigint = 2
 	// sigflush is the signal whose handler flushes the guest's stdout
 	// (SIGUSR1; see pyhost's runner). The guest's stdout is block-buffered;
-	// the host has it flushed every flushEvery slices of fuel, and before
-	// the guest blocks reading stdin, so its output still streams as it
-	// computes and shows before it waits. (A sleep cannot fail with EINTR
-	// in wasi-libc: the runner flushes before time.sleep.)
-	sigflush   = 10
-	flushEvery = 8
+	// the host has it flushed every flushPeriod units of fuel (see meter),
+	// and before the guest blocks reading stdin, so its output still
+	// streams as it computes and shows before it waits. (A sleep cannot
+	// fail with EINTR in wasi-libc: the runner flushes before time.sleep.)
+	sigflush = 10
 )
 
 // interrupter carries interrupts from the goroutine that raises them to
@@ -41,9 +40,8 @@ type interrupter struct {
 	// tick (wasmtime_epoch.go).
 	poke func()
 
-	// On the guest's goroutine only: slices of fuel since the last flush,
-	// and whether the guest was just sent back to flush before blocking.
-	slices  int
+	// On the guest's goroutine only: whether the guest was just sent back
+	// to flush before blocking.
 	flushed bool
 	fn      exportFunc // the instance's interruptExport, once looked up
 }
@@ -98,17 +96,9 @@ func (i *interrupter) take() bool {
 	return true
 }
 
-// tick counts a slice of fuel and has stdout flushed every flushEvery.
-// Call it as deliver.
-func (i *interrupter) tick() {
-	if i.slices++; i.slices >= flushEvery {
-		i.flush()
-	}
-}
-
 // flush has the guest flush its stdout at its next bytecode boundary.
+// Call it as deliver.
 func (i *interrupter) flush() {
-	i.slices = 0
 	if fn := i.export(); fn != nil {
 		_, _ = fn(i.ctx, sigflush)
 	}

@@ -32,6 +32,16 @@ type meter struct {
 	out    bool  // the budget ran out
 	graced bool  // the instance has had its last slice, to flush
 
+	// slice is how much fuel the instance gets at a time (fuelSlice
+	// unless its engine sets another: wasmtimeSlice).
+	slice int64
+	// flushAt is where (in fuel spent) the guest's stdout is next to be
+	// flushed, and flushDue says a refuel has passed it: every
+	// flushPeriod units, whatever the slices, so the flushes (guest code,
+	// which uses fuel) come at the same points on every engine.
+	flushAt  int64
+	flushDue bool
+
 	// deadline, when set, is checked against the clock at every refuel,
 	// and expire ends the run's context when it has passed. The check does
 	// not wait for the context's timer, whose goroutine may wait for a
@@ -42,9 +52,22 @@ type meter struct {
 }
 
 // fuelSlice is how much fuel an instance gets at a time: about a
-// millisecond of CPython, so a done context stops it that soon, and a
-// garbage collection waits for it no longer.
+// millisecond of CPython under wazero, so a done context stops it that
+// soon, and a garbage collection waits for it no longer.
 const fuelSlice = 1 << 18
+
+// wasmtimeSlice is the slice under wasmtime, also about a millisecond
+// there. Its code runs in a cgo call, which holds up no garbage
+// collection, and each refuel is a call back into Go that costs several
+// microseconds once the Go runtime has handed the thread's processor to
+// another: with fuelSlice, refuelling was 7-8% of json_loads' CPU time
+// (BENCHMARKS.md).
+const wasmtimeSlice = 1 << 21
+
+// flushPeriod is how much fuel the guest spends between two flushes of
+// its stdout (see interrupter): about 15 ms of CPython under wazero, 4
+// under wasmtime.
+const flushPeriod = 1 << 23
 
 // refuelImport is the import the instrumented code calls for more fuel:
 // poll_oneoff with no subscriptions, which WASI defines as an error, so no
@@ -84,12 +107,23 @@ func (m *meter) reset(budget int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.budget, m.spent, m.out, m.graced = budget, 0, false, false
+	m.flushAt, m.flushDue = flushPeriod, false
 	m.give()
 }
 
+// give sets the next slice; it ends at the next flush point, if sooner,
+// so that the refuel that flushes comes at the same point whatever the
+// slice.
 func (m *meter) give() {
-	m.given = min(fuelSlice, m.budget-m.spent)
+	m.given = min(m.sliceSize(), m.budget-m.spent, m.flushAt-m.spent)
 	m.counter.Set(uint64(m.given))
+}
+
+func (m *meter) sliceSize() int64 {
+	if m.slice > 0 {
+		return m.slice
+	}
+	return fuelSlice
 }
 
 func (m *meter) settle() {
@@ -110,6 +144,10 @@ func (m *meter) refuel(ctx context.Context, flush func()) {
 	}
 	m.mu.Lock()
 	m.settle()
+	if m.spent >= m.flushAt {
+		m.flushDue = true
+		m.flushAt = m.spent + flushPeriod
+	}
 	var stop error
 	switch {
 	case m.spent > m.budget:
@@ -130,6 +168,9 @@ func (m *meter) refuel(ctx context.Context, flush func()) {
 		panic(stop)
 	}
 	m.graced = true
+	// The last slice is the same on every engine: the guest runs on in it
+	// (its flush, and its own code until the slice is spent), and what it
+	// prints then must not depend on the engine.
 	m.given = fuelSlice
 	m.counter.Set(fuelSlice)
 	m.mu.Unlock()
@@ -147,6 +188,18 @@ func stopIfDone(ctx context.Context) {
 	if st := stateFrom(ctx); st != nil && st.meter.lastSlice() {
 		panic(errStopped)
 	}
+}
+
+// takeFlush reports whether the last refuel passed a flush point, once.
+func (m *meter) takeFlush() bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	due := m.flushDue
+	m.flushDue = false
+	return due
 }
 
 // lastSlice reports whether the instance is on its last slice.

@@ -623,7 +623,11 @@ func (w *wtEngine) newMeter(k *wtKind) *meter {
 	if k != w.metered {
 		return nil
 	}
-	return w.e.newMeter()
+	m := w.e.newMeter()
+	if m != nil {
+		m.slice = wasmtimeSlice
+	}
+	return m
 }
 
 // next hands the instance parked ahead to a run (where memories are ours,

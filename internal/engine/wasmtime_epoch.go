@@ -46,7 +46,7 @@ extern int32_t wpEpochEvent(uintptr_t handle, int32_t flush);
 
 // WP_FLUSH_TICKS is how many ticks pass between flushes of the guest's
 // stdout (a tick is epochTick, 10 ms; a metered run's is flushed every
-// flushEvery slices of fuel, about as often).
+// flushPeriod units of fuel, about 4 ms of CPython here).
 #define WP_FLUSH_TICKS 1
 
 // wp_signal calls PyErr_SetInterruptEx(sig) in the guest, through the

@@ -26,7 +26,6 @@ func wpEpochEvent(handle C.uintptr_t, flush C.int32_t) C.int32_t {
 		sigs |= 1
 	}
 	if flush != 0 {
-		st.intr.slices = 0
 		sigs |= 2
 	}
 	return sigs
