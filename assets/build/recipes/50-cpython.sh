@@ -105,9 +105,13 @@ cpython() {
 	# -fprofile-instr-use: the profile steers inlining and block layout; the
 	# few functions whose source differs between x86-64 and wasm32 (#if on the
 	# platform) are compiled as without it, quietly.
+	# -flto=thin: the objects are LLVM bitcode, compiled to wasm at the link
+	# (link_reactor) with inlining across files; ThinLTO's back ends run in
+	# parallel, so the build gets no slower, and its output is the same
+	# whatever the number of jobs (BENCHMARKS.md, "ThinLTO").
 	CROSS_ARGS=(--host=wasm32-wasip1 --with-build-python="$BUILD_PY" --prefix=/usr/local
 		--disable-test-modules --with-ensurepip=no
-		"OPT=-DNDEBUG -O2 -Wall -mbulk-memory -fprofile-instr-use=$PROFDATA -Wno-profile-instr-unprofiled -Wno-profile-instr-out-of-date"
+		"OPT=-DNDEBUG -O2 -Wall -mbulk-memory -flto=thin -fprofile-instr-use=$PROFDATA -Wno-profile-instr-unprofiled -Wno-profile-instr-out-of-date"
 		"CFLAGS=$PREFIX_MAP")
 	k_cross=$(key "$SYSROOT_KEY" "$k_native" "$k_pgo" "${CROSS_ENV[@]}" "${CROSS_ARGS[@]}" relative-srcdir)
 	# The module source lives in the source tree (makesetup looks there); copy it
@@ -196,7 +200,7 @@ link_reactor() {
 		[ "$e" = _initialize ] || exports+=("-Wl,--export=$e")
 	done
 	# shellcheck disable=SC2046 # Makefile values are word lists
-	$WCC -mexec-model=reactor -z stack-size=$STACK_SIZE -Wl,--stack-first \
+	$WCC -flto=thin -O2 -Wl,--thinlto-jobs="$JOBS" -mexec-model=reactor -z stack-size=$STACK_SIZE -Wl,--stack-first \
 		-Wl,--initial-memory=$INITIAL_MEMORY "${exports[@]}" \
 		-o "$STAGE/python.unstripped.wasm" \
 		"${LINK_FIRST[@]}" "$(mkvar LIBRARY)" $(mkvar MODLIBS) "${LINK_ARGS[@]}" $(mkvar LIBS) $(mkvar SYSLIBS)
