@@ -279,15 +279,21 @@ func TestNumpyRequirement(t *testing.T) {
 // BenchmarkNumpy runs testdata/bench/numpy_ops.py (each operation's best
 // time) in the sci sandbox and with a native numpy in the same run, and
 // reports each operation's milliseconds and the sandbox/native ratio.
-func BenchmarkNumpy(b *testing.B) {
-	code, err := os.ReadFile("testdata/bench/numpy_ops.py")
+func BenchmarkNumpy(b *testing.B) { benchSciOps(b, "testdata/bench/numpy_ops.py", "numpy") }
+
+// benchSciOps runs script (it prints a JSON object of milliseconds per
+// operation) in the sci sandbox and, in the same run, with a native
+// python3 that has module, and reports each operation's milliseconds and
+// the sandbox/native ratio.
+func benchSciOps(b *testing.B, script, module string) {
+	code, err := os.ReadFile(script)
 	require.NoError(b, err)
 	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "sci"})
 	if err != nil {
 		b.Skipf("no sci interpreter: %v", err)
 	}
 	b.Cleanup(func() { sb.Close(context.Background()) })
-	python := nativeNumpy(b)
+	python := nativeWith(b, module)
 	for b.Loop() {
 		res, err := sb.Run(context.Background(), wasmpy.Job{Code: string(code), Limits: wasmpy.Limits{Memory: 512 << 20, Timeout: 10 * time.Minute}})
 		require.NoError(b, err)
@@ -295,7 +301,7 @@ func BenchmarkNumpy(b *testing.B) {
 		var in, native map[string]float64
 		require.NoError(b, json.Unmarshal([]byte(res.Stdout), &in))
 		if python != "" {
-			out, err := exec.Command(python, "testdata/bench/numpy_ops.py").Output()
+			out, err := exec.Command(python, script).Output()
 			require.NoError(b, err)
 			require.NoError(b, json.Unmarshal(out, &native))
 		}
@@ -308,15 +314,15 @@ func BenchmarkNumpy(b *testing.B) {
 	}
 }
 
-// nativeNumpy is a native python3 that has numpy ("" if none): the one on
-// PATH, else the system's.
-func nativeNumpy(b *testing.B) string {
+// nativeWith is a native python3 that can import module ("" if none): the
+// one on PATH, else the system's.
+func nativeWith(b *testing.B, module string) string {
 	for _, p := range []string{"python3", "/usr/bin/python3"} {
-		out, err := exec.Command(p, "-c", "import sys, numpy; print(sys.executable)").Output()
+		out, err := exec.Command(p, "-c", "import sys, "+module+"; print(sys.executable)").Output()
 		if err == nil {
 			return strings.TrimSpace(string(out))
 		}
 	}
-	b.Log("no native python3 with numpy: the sandbox's figures stand alone")
+	b.Logf("no native python3 with %s: the sandbox's figures stand alone", module)
 	return ""
 }

@@ -1,16 +1,11 @@
 package wasmpy_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -189,44 +184,4 @@ buffer_to_ndarray(Buf(), (DtypeKind.INT, 64, "l", "="), offset=0, length=1)`, "I
 // time: read_csv of 100k rows, groupby, merge, sort, to_csv) in the sci
 // sandbox and with a native pandas in the same run, and reports each
 // operation's milliseconds and the sandbox/native ratio.
-func BenchmarkPandas(b *testing.B) {
-	code, err := os.ReadFile("testdata/bench/pandas_ops.py")
-	require.NoError(b, err)
-	sb, err := wasmpy.New(context.Background(), wasmpy.Config{Interpreter: "sci"})
-	if err != nil {
-		b.Skipf("no sci interpreter: %v", err)
-	}
-	b.Cleanup(func() { sb.Close(context.Background()) })
-	python := nativeWith(b, "pandas")
-	for b.Loop() {
-		res, err := sb.Run(context.Background(), wasmpy.Job{Code: string(code), Limits: wasmpy.Limits{Memory: 512 << 20, Timeout: 10 * time.Minute}})
-		require.NoError(b, err)
-		require.Nil(b, res.Error, res.Stderr)
-		var in, native map[string]float64
-		require.NoError(b, json.Unmarshal([]byte(res.Stdout), &in))
-		if python != "" {
-			out, err := exec.Command(python, "testdata/bench/pandas_ops.py").Output()
-			require.NoError(b, err)
-			require.NoError(b, json.Unmarshal(out, &native))
-		}
-		for op, ms := range in {
-			b.ReportMetric(ms, op+"-ms")
-			if native[op] > 0 {
-				b.ReportMetric(ms/native[op], op+"-x")
-			}
-		}
-	}
-}
-
-// nativeWith is a native python3 that can import module ("" if none): the
-// one on PATH, else the system's.
-func nativeWith(b *testing.B, module string) string {
-	for _, p := range []string{"python3", "/usr/bin/python3"} {
-		out, err := exec.Command(p, "-c", "import sys, "+module+"; print(sys.executable)").Output()
-		if err == nil {
-			return strings.TrimSpace(string(out))
-		}
-	}
-	b.Logf("no native python3 with %s: the sandbox's figures stand alone", module)
-	return ""
-}
+func BenchmarkPandas(b *testing.B) { benchSciOps(b, "testdata/bench/pandas_ops.py", "pandas") }
