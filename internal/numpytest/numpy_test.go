@@ -94,6 +94,17 @@ func runSuite(t *testing.T, s suite, tree, sel, expectedText string) {
 // sourceTree unpacks the numpy tarball the sci build is made from (checked
 // against the lock) into the cache, once.
 func sourceTree(t *testing.T) string {
+	in := lockedInput(t, "numpy")
+	tarball := filepath.Join(sourcesDir(t), in.File)
+	data, err := os.ReadFile(tarball)
+	require.NoError(t, err, "numpy's source tarball (WASMPY_SOURCES)")
+	return unpackTree(t, tarball, data, in.SHA256, "numpy")
+}
+
+// lockedInput is the interpreter lock's entry for the build input name:
+// its file and SHA-256.
+func lockedInput(t *testing.T, name string) (in struct{ File, SHA256 string }) {
+	t.Helper()
 	var lock struct {
 		Inputs map[string]struct {
 			File   string `json:"file"`
@@ -103,11 +114,10 @@ func sourceTree(t *testing.T) string {
 	b, err := os.ReadFile("../../assets/build/interpreter.lock")
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &lock))
-	in := lock.Inputs["numpy"]
-	tarball := filepath.Join(sourcesDir(t), in.File)
-	data, err := os.ReadFile(tarball)
-	require.NoError(t, err, "numpy's source tarball (WASMPY_SOURCES)")
-	return unpackTree(t, tarball, data, in.SHA256, "numpy")
+	e := lock.Inputs[name]
+	require.NotEmpty(t, e.File, "interpreter.lock pins no %s", name)
+	in.File, in.SHA256 = e.File, e.SHA256
+	return in
 }
 
 // unpackTree checks a package's source tarball (its bytes, data) against

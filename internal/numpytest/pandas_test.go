@@ -2,7 +2,6 @@ package numpytest
 
 import (
 	_ "embed"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -52,17 +51,7 @@ func TestPandasSuite(t *testing.T) {
 // (Debian's, which build.sh keeps in its work dir's dl/; checked against
 // the lock) into the cache, once.
 func pandasSourceTree(t *testing.T) string {
-	var lock struct {
-		Inputs map[string]struct {
-			File   string `json:"file"`
-			SHA256 string `json:"sha256"`
-		} `json:"inputs"`
-	}
-	b, err := os.ReadFile("../../assets/build/interpreter.lock")
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &lock))
-	in := lock.Inputs["pandas"]
-	require.NotEmpty(t, in.File, "interpreter.lock pins no pandas")
+	in := lockedInput(t, "pandas")
 	work := os.Getenv("WASMPY_BUILD_DIR")
 	if work == "" {
 		cache, err := os.UserCacheDir()
