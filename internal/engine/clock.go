@@ -100,9 +100,9 @@ func pollOneoff(ctx context.Context, in instance, stack []uint64) {
 	subs, out, n, resultPtr := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
 	if n == 0 { // the instrumented code asking for fuel (see refuelImport)
 		if st := stateFrom(ctx); st != nil {
-			st.meter.refuel(ctx, st.intr.flush)
+			flushDue := st.meter.refuel(ctx, st.intr.flush)
 			st.intr.deliver()
-			if st.meter.takeFlush() {
+			if flushDue {
 				st.intr.flush()
 			}
 		}

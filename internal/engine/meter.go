@@ -36,11 +36,10 @@ type meter struct {
 	// unless its engine sets another: wasmtimeSlice).
 	slice int64
 	// flushAt is where (in fuel spent) the guest's stdout is next to be
-	// flushed, and flushDue says a refuel has passed it: every
-	// flushPeriod units, whatever the slices, so the flushes (guest code,
-	// which uses fuel) come at the same points on every engine.
-	flushAt  int64
-	flushDue bool
+	// flushed: every flushPeriod units, whatever the slices, so the
+	// flushes (guest code, which uses fuel) come at the same points on
+	// every engine.
+	flushAt int64
 
 	// deadline, when set, is checked against the clock at every refuel,
 	// and expire ends the run's context when it has passed. The check does
@@ -107,7 +106,7 @@ func (m *meter) reset(budget int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.budget, m.spent, m.out, m.graced = budget, 0, false, false
-	m.flushAt, m.flushDue = flushPeriod, false
+	m.flushAt = flushPeriod
 	m.give()
 }
 
@@ -137,15 +136,16 @@ func (m *meter) settle() {
 // is spent or ctx is done, and gives it the next slice otherwise. Before
 // it stops an instance it gives it one last slice, once, and calls flush,
 // so that what the guest printed last reaches its output (which the
-// used fuel does not count).
-func (m *meter) refuel(ctx context.Context, flush func()) {
+// used fuel does not count). It reports whether the fuel spent has passed
+// a flush point: the guest's stdout is then to be flushed.
+func (m *meter) refuel(ctx context.Context, flush func()) (flushDue bool) {
 	if m == nil || m.counter == nil {
-		return
+		return false
 	}
 	m.mu.Lock()
 	m.settle()
 	if m.spent >= m.flushAt {
-		m.flushDue = true
+		flushDue = true
 		m.flushAt = m.spent + flushPeriod
 	}
 	var stop error
@@ -161,7 +161,7 @@ func (m *meter) refuel(ctx context.Context, flush func()) {
 	if stop == nil {
 		m.give()
 		m.mu.Unlock()
-		return
+		return flushDue
 	}
 	if m.graced {
 		m.mu.Unlock()
@@ -175,6 +175,7 @@ func (m *meter) refuel(ctx context.Context, flush func()) {
 	m.counter.Set(fuelSlice)
 	m.mu.Unlock()
 	flush() // calls into the guest, which may come back for fuel
+	return flushDue
 }
 
 // stopIfDone ends the guest's call once its context is done, or its meter
@@ -188,18 +189,6 @@ func stopIfDone(ctx context.Context) {
 	if st := stateFrom(ctx); st != nil && st.meter.lastSlice() {
 		panic(errStopped)
 	}
-}
-
-// takeFlush reports whether the last refuel passed a flush point, once.
-func (m *meter) takeFlush() bool {
-	if m == nil {
-		return false
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	due := m.flushDue
-	m.flushDue = false
-	return due
 }
 
 // lastSlice reports whether the instance is on its last slice.
