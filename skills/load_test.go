@@ -274,7 +274,13 @@ func TestLoadIsBoundedPerSkill(t *testing.T) {
 	require.Eventually(t, func() bool { _, ok := reg.Get("good"); return ok }, bound, time.Millisecond,
 		"the good skill is served without waiting for the others")
 	require.True(t, reg.Loading("slow"), "the slow one is still being checked")
-	require.Equal(t, []string{"slow"}, reg.Pending())
+	// deep may still be pending too: its schema's depth check runs on the
+	// other worker and, under -race on a loaded machine, can outlast the
+	// good skill's whole check. What must hold is that good is not waiting
+	// on slow.
+	pending := reg.Pending()
+	require.Contains(t, pending, "slow")
+	require.NotContains(t, pending, "good")
 	require.False(t, reg.Loaded())
 
 	require.NoError(t, reg.Wait(context.Background()))
