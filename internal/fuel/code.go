@@ -56,6 +56,7 @@ const (
 	opLocalTee    = 0x22
 	opGlobalGet   = 0x23
 	opGlobalSet   = 0x24
+	opI32Load     = 0x28
 	opI32Const    = 0x41
 	opI64Const    = 0x42
 	opI64LtS      = 0x53
@@ -171,6 +172,10 @@ type codeRewriter struct {
 	fuelGlobal uint32
 	outOfFuel  []byte // what a charge does below zero; nil: unreachable
 	runs       []run
+	// checks: check the stop flag in memory stopMemory instead of
+	// charging (InstrumentChecks).
+	checks     bool
+	stopMemory uint32
 }
 
 // refuelCall is the call of the refuel function fn of type t: zeros for its
@@ -228,18 +233,30 @@ func (c *codeRewriter) function(dst []byte, r *reader, params uint32) ([]byte, e
 		return nil, err
 	}
 
-	dst = appendU32(dst, entries+1)
+	if c.checks {
+		dst = appendU32(dst, entries)
+	} else {
+		dst = appendU32(dst, entries+1)
+	}
 	dst = append(dst, r.b[entriesStart:localsEnd]...)
-	dst = append(dst, 0x01, 0x7e) // one more local: i64
+	if !c.checks {
+		dst = append(dst, 0x01, 0x7e) // one more local: i64
+	}
 	from := localsEnd
 	for i, rn := range runs {
 		if rn.cost == 0 && rn.toLoop {
 			continue // the next loop header follows at once and charges
 		}
 		dst = append(dst, r.b[from:rn.at]...)
-		if i == 0 && !calls {
+		switch {
+		case c.checks && i == 0 && !calls:
+			// Nothing: as a debit without its check, the callers' and the
+			// loops' checks bound what such a function runs.
+		case c.checks:
+			dst = c.appendStopCheck(dst)
+		case i == 0 && !calls:
 			dst = c.appendDebit(dst, max(rn.cost, 1))
-		} else {
+		default:
 			dst = c.appendCharge(dst, max(rn.cost, 1), tmpLocal)
 		}
 		from = rn.at
@@ -291,6 +308,19 @@ func (c *codeRewriter) appendCharge(dst []byte, cost int64, tmp uint32) []byte {
 		return append(dst, opUnreachable, opEnd)
 	}
 	return append(append(dst, c.outOfFuel...), opEnd)
+}
+
+// appendStopCheck appends the check of the stop flag, the first word of
+// the stop memory:
+//
+//	i32.const 0  i32.load $stop align=2 offset=0  if  unreachable  end
+//
+// The memory index goes in the memarg, flagged by bit 6 of its alignment
+// field (multi-memory's encoding), even when it is 0.
+func (c *codeRewriter) appendStopCheck(dst []byte) []byte {
+	dst = append(dst, opI32Const, 0, opI32Load, 0x40|2)
+	dst = appendU32(dst, c.stopMemory)
+	return append(dst, 0x00, opIf, blockTypeNone, opUnreachable, opEnd)
 }
 
 // scan decodes the expression of a function body from r and returns its

@@ -85,6 +85,20 @@
 // function a caller, which costs wazero's compiled code a frame and spills
 // (2.4% of the machine instructions of a logging benchmark).
 //
+// # Stop checks
+//
+// [InstrumentChecks] makes a form that counts nothing and can be stopped
+// from outside: at every point where a charge would check the counter, it
+// tests a stop flag, the first 32-bit word of a one-page memory it adds
+// after the module's own (exported as [StopMemoryName]; the module's code
+// never addresses it, so the module cannot clear it), and traps with
+// unreachable once the flag is nonzero. The host sets the flag from any
+// thread, and the module stops within the same bounded work between two
+// checks as a metered module does. The engine must support multi-memory.
+// A check is a load, a compare and a branch: with no call in the loop, a
+// compiler keeps the loop's values in registers, which a refuel call, or an
+// engine's own interruption callback, does not let it do.
+//
 // # What Instrument accepts
 //
 // WebAssembly 2.0 binaries (multi-value, reference types, bulk memory,
@@ -102,6 +116,10 @@ import "fmt"
 // GlobalName is the export name of the fuel counter, a mutable i64 global.
 const GlobalName = "wasmpy_fuel"
 
+// StopMemoryName is the export name of the stop flag's memory in a module
+// instrumented by [InstrumentChecks].
+const StopMemoryName = "wasmpy_stop"
+
 // Refuel names the imported function a charge calls when the counter drops
 // below zero (see Refuelling in the package documentation). Its parameters
 // must be i32 or i64.
@@ -113,14 +131,28 @@ type Refuel struct{ Module, Name string }
 // feature this package does not support. wasm is not modified. With a nil
 // refuel, a charge that takes the counter below zero traps.
 func Instrument(wasm []byte, refuel *Refuel) ([]byte, error) {
-	out, err := instrument(wasm, refuel)
+	out, err := instrument(wasm, refuel, false)
 	if err != nil {
 		return nil, fmt.Errorf("fuel: %w", err)
 	}
 	return out, nil
 }
 
-func instrument(wasm []byte, refuel *Refuel) ([]byte, error) {
+// InstrumentChecks returns a copy of wasm that counts nothing but can be
+// stopped from outside (see Stop checks in the package documentation), or
+// an error as Instrument's. wasm is not modified.
+func InstrumentChecks(wasm []byte) ([]byte, error) {
+	out, err := instrument(wasm, nil, true)
+	if err != nil {
+		return nil, fmt.Errorf("fuel: %w", err)
+	}
+	return out, nil
+}
+
+// stopMemoryLimits is the stop memory's type: one page, never more.
+var stopMemoryLimits = []byte{0x01, 0x01, 0x01}
+
+func instrument(wasm []byte, refuel *Refuel, checks bool) ([]byte, error) {
 	m := module{refuel: refuel, refuelFunc: -1}
 	if err := m.splitSections(wasm); err != nil {
 		return nil, err
@@ -136,7 +168,10 @@ func instrument(wasm []byte, refuel *Refuel) ([]byte, error) {
 		return nil, errorf(0, "too many globals to add one")
 	}
 
-	code, err := m.instrumentCode(uint32(fuelGlobal))
+	if checks && m.memories >= 1<<32-1 {
+		return nil, errorf(0, "too many memories to add one")
+	}
+	code, err := m.instrumentCode(uint32(fuelGlobal), checks)
 	if err != nil {
 		return nil, err
 	}
@@ -150,22 +185,33 @@ func instrument(wasm []byte, refuel *Refuel) ([]byte, error) {
 	for _, id := range sectionOrder {
 		r := m.sections[id]
 		var payload []byte
-		switch id {
-		case secGlobal:
+		switch {
+		case id == secGlobal && !checks:
 			// count+1, the existing globals, then: i64 mutable, init i64.const 0.
 			payload = appendU32(nil, m.definedGlobals+1)
 			payload = append(payload, m.afterCount(r)...)
 			payload = append(payload, 0x7e, 0x01, opI64Const, 0x00, opEnd)
-		case secExport:
+		case id == secMemory && checks:
+			// count+1, the existing memories, then the stop memory.
+			payload = appendU32(nil, m.memories-m.importedMemories+1)
+			payload = append(payload, m.afterCount(r)...)
+			payload = append(payload, stopMemoryLimits...)
+		case id == secExport:
 			if m.exports == 1<<32-1 {
-				return nil, errorf(r.pos, "too many exports to add one")
+				return nil, errorf(0, "too many exports to add one")
 			}
 			payload = appendU32(nil, m.exports+1)
 			payload = append(payload, m.afterCount(r)...)
-			payload = appendName(payload, GlobalName)
-			payload = append(payload, 0x03) // global
-			payload = appendU32(payload, uint32(fuelGlobal))
-		case secCode:
+			if checks {
+				payload = appendName(payload, StopMemoryName)
+				payload = append(payload, 0x02) // memory
+				payload = appendU32(payload, m.memories)
+			} else {
+				payload = appendName(payload, GlobalName)
+				payload = append(payload, 0x03) // global
+				payload = appendU32(payload, uint32(fuelGlobal))
+			}
+		case id == secCode:
 			if r == nil {
 				continue
 			}
@@ -206,7 +252,7 @@ func (m *module) afterCount(r *reader) []byte {
 
 // instrumentCode returns the payload of the instrumented code section, nil
 // when the module has no code section.
-func (m *module) instrumentCode(fuelGlobal uint32) ([]byte, error) {
+func (m *module) instrumentCode(fuelGlobal uint32, checks bool) ([]byte, error) {
 	r := m.sections[secCode]
 	if r == nil {
 		if len(m.funcTypes) != 0 {
@@ -223,7 +269,7 @@ func (m *module) instrumentCode(fuelGlobal uint32) ([]byte, error) {
 	if int(n) != len(m.funcTypes) {
 		return nil, errorf(at, "code section has %d bodies for %d declared functions", n, len(m.funcTypes))
 	}
-	c := codeRewriter{numTypes: uint32(len(m.types)), fuelGlobal: fuelGlobal}
+	c := codeRewriter{numTypes: uint32(len(m.types)), fuelGlobal: fuelGlobal, checks: checks, stopMemory: m.memories}
 	if m.refuelFunc >= 0 {
 		c.outOfFuel = refuelCall(uint32(m.refuelFunc), m.refuelType)
 	}

@@ -36,14 +36,16 @@ var sectionNames = [...]string{
 
 // module is what Instrument learns about its input.
 type module struct {
-	sections        [secDataCount + 1]*reader // payload of each section present, by id
-	types           []funcType                // each type, as in the input
-	funcTypes       []uint32                  // type of each defined function
-	importedFuncs   uint32
-	importedGlobals uint32
-	definedGlobals  uint32
-	exports         uint32
-	dataCount       int64 // -1 without a data count section
+	sections         [secDataCount + 1]*reader // payload of each section present, by id
+	types            []funcType                // each type, as in the input
+	funcTypes        []uint32                  // type of each defined function
+	importedFuncs    uint32
+	importedGlobals  uint32
+	definedGlobals   uint32
+	memories         uint32 // imported and defined
+	importedMemories uint32
+	exports          uint32
+	dataCount        int64 // -1 without a data count section
 
 	refuel     *Refuel
 	refuelFunc int64 // index of the imported refuel function; -1 before it is found
@@ -125,7 +127,7 @@ func (m *module) parse() error {
 		{secImport, m.parseImports},
 		{secFunction, m.parseFunctions},
 		{secTable, parseTables},
-		{secMemory, parseMemories},
+		{secMemory, m.parseMemories},
 		{secGlobal, m.parseGlobals},
 		{secExport, m.parseExports},
 		{secStart, parseStart},
@@ -236,6 +238,8 @@ func (m *module) parseImports(r *reader) error {
 			err = table(r)
 		case 0x02: // memory
 			err = limits(r, true)
+			m.memories++
+			m.importedMemories++
 		case 0x03: // global
 			err = globalType(r)
 			m.importedGlobals++
@@ -293,10 +297,11 @@ func table(r *reader) error {
 	return limits(r, false)
 }
 
-func parseMemories(r *reader) error {
+func (m *module) parseMemories(r *reader) error {
 	n, err := r.count(2, "memory")
 	for i := uint32(0); i < n && err == nil; i++ {
 		err = limits(r, true)
+		m.memories++
 	}
 	return err
 }
