@@ -208,3 +208,72 @@ func TestInterruptOnEachEngine(t *testing.T) {
 		}
 	})
 }
+
+// Output the guest has not flushed streams while it computes, with and
+// without a fuel budget: the host has its stdout flushed (under wasmtime
+// without a budget, by raising the flush signal in the guest's memory).
+func TestStdoutStreamsWhileComputing(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *Engine) {
+		for name, budget := range map[string]uint64{"no budget": 0, "budget": 1 << 50} {
+			t.Run(name, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				first := make(chan string, 1)
+				stdout := writerFunc(func(p []byte) (int, error) {
+					select {
+					case first <- string(p):
+					default:
+					}
+					return len(p), nil
+				})
+				done := make(chan *Outcome, 1)
+				go func() {
+					out, err := e.Run(ctx, &Run{Code: "print('computing')\nwhile True: pass\n", Stdout: stdout, Fuel: budget})
+					if err != nil {
+						out = &Outcome{Failure: &Failure{Message: err.Error()}}
+					}
+					done <- out
+				}()
+				select {
+				case s := <-first:
+					require.Equal(t, "computing\n", s)
+				case <-time.After(time.Minute): // a bound for a hang, not a timing
+					t.Fatal("nothing streamed while the guest computed")
+				}
+				cancel()
+				out := <-done
+				require.NotNil(t, out.Failure)
+				require.Equal(t, KindInterrupted, out.Failure.Kind)
+			})
+		}
+	})
+}
+
+// A guest's own SIGINT handler runs on Ctrl-C, and one that ignores
+// SIGINT (SIG_IGN, or SIG_DFL, which WASI never delivers) is left alone,
+// with nothing on stderr: the host raises it as PyErr_SetInterruptEx does,
+// with or without a fuel budget.
+func TestInterruptHandlersOnEachEngine(t *testing.T) {
+	eachEngine(t, func(t *testing.T, e *Engine) {
+		for name, budget := range map[string]uint64{"no budget": 0, "budget": 1 << 50} {
+			t.Run(name, func(t *testing.T) {
+				interrupt := func() chan struct{} {
+					intr := make(chan struct{}, 1)
+					time.AfterFunc(200*time.Millisecond, func() { intr <- struct{}{} })
+					return intr
+				}
+				out := runOn(t, e, &Run{Code: "import signal\nhit = []\nsignal.signal(signal.SIGINT, lambda *a: hit.append(1))\n" +
+					"while not hit: pass\nprint('handled')\n", Interrupt: interrupt(), Fuel: budget, Timeout: 30 * time.Second})
+				require.Nil(t, out.Failure, "%+v %s", out.Failure, out.Stderr)
+				require.Equal(t, "handled\n", string(out.Stdout))
+				for _, h := range []string{"SIG_IGN", "SIG_DFL"} {
+					out = runOn(t, e, &Run{Code: "import signal, time\nsignal.signal(signal.SIGINT, signal." + h + ")\n" +
+						"t = time.monotonic()\nwhile time.monotonic() - t < 1: pass\nprint('done')\n", Interrupt: interrupt(), Fuel: budget, Timeout: 30 * time.Second})
+					require.Nil(t, out.Failure, "%s: %+v %s", h, out.Failure, out.Stderr)
+					require.Equal(t, "done\n", string(out.Stdout), h)
+					require.Empty(t, string(out.Stderr), h)
+				}
+			})
+		}
+	})
+}

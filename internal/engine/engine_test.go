@@ -125,7 +125,7 @@ func TestFuelSameOutputAsUnmetered(t *testing.T) {
 			require.ErrorContains(t, err, "metered engine")
 
 			// Without fuel, a deadline still stops compute (wazero: its
-			// context checks; wasmtime: epoch interruption).
+			// context checks; wasmtime: the checked form's stop flag).
 			out := runOn(t, testEngineOn(t, name, false), &Run{Code: "while True: pass", Timeout: 200 * time.Millisecond})
 			require.Equal(t, KindTimeout, out.Failure.Kind)
 			ctx, cancel := context.WithCancel(context.Background())

@@ -35,9 +35,10 @@ type interrupter struct {
 	// stop ends the run instead, for an interpreter that cannot raise
 	// KeyboardInterrupt (the npm build exports no PyErr_SetInterruptEx).
 	stop func()
-	// poke, when set (before the run), tells an instance that counts no
-	// fuel to call deliver soon: wasmtime's free kind, at its next epoch
-	// tick (wasmtime_epoch.go).
+	// poke, when set (before the run), raises a pending interrupt in an
+	// instance that counts no fuel, from the goroutine that raised it:
+	// wasmtime's free kind writes it into the guest's memory as a native
+	// signal would (wasmtime_stop.go).
 	poke func()
 
 	// On the guest's goroutine only: whether the guest was just sent back

@@ -15,17 +15,41 @@ import (
 // prepareVersion changes whenever prepare would make different bytes.
 const prepareVersion = "3"
 
+// form is what prepare makes of the interpreter.
+type form uint8
+
+const (
+	// asBuilt is the interpreter as built: nothing counts or stops it but
+	// its engine (wazero's unmetered runs).
+	asBuilt form = iota
+	// metered is instrumented for fuel (fuel.Instrument), refuelling
+	// through refuelImport: runs with a budget, and wazero's runs.
+	metered
+	// checked checks a stop flag the host sets from any thread
+	// (fuel.InstrumentChecks): wasmtime's runs without a budget.
+	checked
+)
+
+func (f form) String() string { return [...]string{"as-built", "metered", "checked"}[f] }
+
 // prepare returns the module to compile: the interpreter without its active
 // data segments when runs start from a snapshot, and instrumented for fuel
 // when metered. The result depends only on the verified interpreter, so it
 // is cached, with its SHA-256, to spare every process the work.
-func (e *Engine) prepare(cacheDir string) ([]byte, error) { return e.prepareAs(cacheDir, e.metered) }
+func (e *Engine) prepare(cacheDir string) ([]byte, error) {
+	if e.metered {
+		return e.prepareAs(cacheDir, metered)
+	}
+	return e.prepareAs(cacheDir, asBuilt)
+}
 
-// prepareAs is prepare, instrumented for fuel or not as metered says.
-func (e *Engine) prepareAs(cacheDir string, metered bool) ([]byte, error) {
+// prepareAs is prepare, in form f.
+func (e *Engine) prepareAs(cacheDir string, f form) ([]byte, error) {
 	var path string
 	if cacheDir != "" {
-		key := sha256.Sum256(fmt.Appendf(nil, "%s %s %t %s %s", e.interp.SHA256, e.interp.Kind, metered, prepareVersion, fuel.GlobalName))
+		// (A metered form's key is what it was before the checked form,
+		// "true": caches made since stay valid.)
+		key := sha256.Sum256(fmt.Appendf(nil, "%s %s %s %s %s", e.interp.SHA256, e.interp.Kind, f.key(), prepareVersion, fuel.GlobalName))
 		path = filepath.Join(cacheDir, "prepared", fmt.Sprintf("%x.wasm", key[:12]))
 		if b, err := os.ReadFile(path); err == nil && len(b) > sha256.Size {
 			if sum := sha256.Sum256(b[sha256.Size:]); bytes.Equal(sum[:], b[:sha256.Size]) {
@@ -40,10 +64,15 @@ func (e *Engine) prepareAs(cacheDir string, metered bool) ([]byte, error) {
 			return nil, fmt.Errorf("wasmpy: interpreter: %w", err)
 		}
 	}
-	if metered {
-		var err error
+	var err error
+	switch f {
+	case metered:
 		if wasm, err = fuel.Instrument(wasm, &refuelImport); err != nil {
 			return nil, fmt.Errorf("wasmpy: metering the interpreter: %w", err)
+		}
+	case checked:
+		if wasm, err = fuel.InstrumentChecks(wasm); err != nil {
+			return nil, fmt.Errorf("wasmpy: adding stop checks to the interpreter: %w", err)
 		}
 	}
 	if path != "" {
@@ -52,6 +81,17 @@ func (e *Engine) prepareAs(cacheDir string, metered bool) ([]byte, error) {
 		_ = writeFileAtomic(path, append(sum[:], wasm...))
 	}
 	return wasm, nil
+}
+
+// key is the form's part of the cache key.
+func (f form) key() string {
+	switch f {
+	case asBuilt:
+		return "false"
+	case metered:
+		return "true"
+	}
+	return f.String() + " " + fuel.StopMemoryName
 }
 
 // writeFileAtomic writes b to path so readers see the old file or the new

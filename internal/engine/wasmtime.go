@@ -48,11 +48,14 @@ type wtEngine struct {
 	fixed []wasiMount // the standard library's and the site's
 	img   *image      // mapped into each instance's memory (or copied)
 	// The interpreter compiled twice, each loaded when a run first needs
-	// it: free, as built, for runs without a fuel budget; metered,
-	// instrumented for fuel, for runs with one (nil for an unmetered
-	// Engine).
+	// it: free, with stop checks (wasmtime_stop.go), for runs without a
+	// fuel budget; metered, instrumented for fuel, for runs with one (nil
+	// for an unmetered Engine).
 	free, metered *wtKind
 	cfg           Config
+	// plan is where the free kind's signals are raised in the guest's
+	// memory (learnSignals).
+	plan *signalPlan
 	// lingering counts the instances still running: a stopped run's may
 	// end after its run has returned; close waits for them.
 	lingering sync.WaitGroup
@@ -64,22 +67,22 @@ type wtEngine struct {
 
 // wtKind is one compiled form of the interpreter, in a wasmtime engine of
 // its own: the metered one stops a run at its next refuel (see meter); the
-// free one at the next epoch tick after its context is done, which costs
+// free one at its next stop check once its context is done, which costs
 // less than fuel's counting (BENCHMARKS.md) but counts nothing.
 type wtKind struct {
-	once   sync.Once
-	err    error
-	engine *wasmtime.Engine
-	module *wasmtime.Module
-	linker *wasmtime.Linker
-	epochs *epochs           // the free kind's ticks
-	nextCh chan wtParkResult // the instance parked for its next run (under nextMu); nil until first used
+	once    sync.Once
+	err     error
+	engine  *wasmtime.Engine
+	module  *wasmtime.Module
+	linker  *wasmtime.Linker
+	flushes *flushes          // the free kind's flushes of its runs' stdout
+	nextCh  chan wtParkResult // the instance parked for its next run (under nextMu); nil until first used
 }
 
 // kind loads k (compiles the module, or loads it from the cache) once.
 func (w *wtEngine) kind(k *wtKind) (*wtKind, error) {
 	k.once.Do(func() {
-		metered := k == w.metered
+		isMetered := k == w.metered
 		cacheDir := w.cfg.CacheDir
 		if cacheDir != "" {
 			cacheDir = filepath.Join(cacheDir, "wasmtime")
@@ -89,12 +92,15 @@ func (w *wtEngine) kind(k *wtKind) (*wtKind, error) {
 		wc.SetCraneliftOptLevel(wasmtime.OptLevelSpeed)
 		wc.SetMaxWasmStack(maxWasmStack())
 		installMemory(wc)
-		wc.SetEpochInterruption(!metered)
+		wc.SetWasmMultiMemory(true) // the checked form's stop memory
 		k.engine = wasmtime.NewEngineWithConfig(wc)
-		if !metered {
-			k.epochs = &epochs{engine: k.engine}
+		f := checked
+		if isMetered {
+			f = metered // the same prepared module as wazero's
+		} else {
+			k.flushes = &flushes{}
 		}
-		wasm, err := w.e.prepareAs(w.cfg.CacheDir, metered) // the same prepared module as wazero's
+		wasm, err := w.e.prepareAs(w.cfg.CacheDir, f)
 		if err != nil {
 			k.err = err
 			return
@@ -150,6 +156,9 @@ func startWasmtime(ctx context.Context, e *Engine, cfg Config) (altEngine, error
 		return nil, err
 	}
 	e.image = w.img // a session's states are pages over it (state.go)
+	if w.plan, err = w.learnSignals(w.free); err != nil {
+		return nil, err
+	}
 	if customMemory {
 		w.nextMu.Lock()
 		w.free.nextCh = w.parkAhead(w.free)
@@ -216,9 +225,12 @@ type wtInstance struct {
 	files *wasiFiles
 	err   error // what stopped the instance, kept from the host function that did
 	ms    memState
-	// onClose run when the instance closes.
-	onClose []func()
-	funcs   map[string]*wasmtime.Func
+	// beforeDelete run when the instance closes, before its store is
+	// deleted; onClose after.
+	beforeDelete, onClose []func()
+	// stop is the instance's stop flag and signals, for the free kind.
+	stop  *stopWatch
+	funcs map[string]*wasmtime.Func
 
 	// view is the memory during a host call, until a call back into the
 	// instance; storeIndex the binding's index of the store, by which the
@@ -290,6 +302,9 @@ func (in *wtInstance) callError(err error) error {
 	}
 	var trap *wasmtime.Trap
 	if errors.As(err, &trap) {
+		if in.stop != nil && in.stop.stopped.Load() {
+			return errStopped // at a stop check (or anywhere, once stopped)
+		}
 		if code := trap.Code(); code != nil {
 			switch *code {
 			case wasmtime.UnreachableCodeReached:
@@ -370,6 +385,9 @@ func (in *wtInstance) close() {
 	if s == nil {
 		return
 	}
+	for _, f := range in.beforeDelete {
+		f()
+	}
 	in.unregister()
 	in.store, in.cur = nil, nil
 	runtime.SetFinalizer(s, nil)
@@ -434,6 +452,9 @@ func (w *wtEngine) snapshot(ctx context.Context, cacheDir string) error {
 		return err
 	}
 	w.img = newImage(data, runCode)
+	if sp := w.signalsPath(); sp != "" {
+		_ = os.Remove(sp) // learnt from the image this one replaces
+	}
 	w.img.hot = w.learnHotPages()
 	if path != "" {
 		// A cache that cannot be written costs the next process time, nothing else.
@@ -476,7 +497,7 @@ type wtParked struct {
 	mem     *memory
 	cancel  context.CancelCauseFunc
 	kind    *wtKind
-	watch   *epochWatch   // its epoch ticks' state, for the free kind
+	watch   *stopWatch    // its stop flag and signals, for the free kind
 	started bool          // its runner is started
 	fail    error         // why it cannot run (a state past the run's memory limit)
 	done    chan struct{} // closed when its runner's call has returned
@@ -541,8 +562,10 @@ func (w *wtEngine) blank(k *wtKind, st *runState, limit uint64, from *State) (*w
 	st.intr.in, st.intr.ctx = in, in.ctx
 	mem.peak.Store(size)
 	p := &wtParked{in: in, st: st, mem: mem, cancel: cancel, kind: k, done: make(chan struct{})}
-	if k.epochs != nil {
-		p.watch = k.epochs.arm(in, st)
+	if k.flushes != nil {
+		if p.watch, err = w.watchStop(in, st); err != nil {
+			return fail(err)
+		}
 	}
 	return p, nil
 }
@@ -720,7 +743,7 @@ func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget i
 		ar.release = func() { once.Do(func() { close(p.hold) }) }
 	}
 	if p.watch != nil {
-		stopWatch := p.kind.epochs.watch(ctx, p.watch)
+		stopWatch := p.kind.flushes.watch(ctx, p.watch)
 		go func() { <-p.done; stopWatch() }()
 	}
 	defer context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })()
@@ -767,9 +790,6 @@ func (w *wtEngine) close() error {
 			continue
 		}
 		k.once.Do(func() {}) // none loads now
-		if k.epochs != nil {
-			k.epochs.close()
-		}
 		if k.err == nil && k.engine != nil {
 			k.linker.Close()
 			k.module.Close()

@@ -83,8 +83,35 @@ static void wp_free(void *env) {
 	free(m);
 }
 
+// The first memory an instantiation creates is the guest's (memory 0),
+// limited and laid from the image; a later one is the checked form's stop
+// memory (wasmtime_stop.go): one page, its own maximum its limit.
+static wasmtime_error_t *wp_new_plain(size_t minimum, size_t maximum, size_t reserved, size_t guard,
+		wasmtime_linear_memory_t *ret) {
+	size_t capacity = reserved > minimum ? reserved : minimum;
+	wpmem *m = calloc(1, sizeof(wpmem));
+	if (m == NULL) return wasmtime_error_new("wasmpy: out of host memory");
+	void *base = mmap(NULL, capacity + guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED) {
+		free(m);
+		return wasmtime_error_new("wasmpy: cannot reserve the memory");
+	}
+	m->base = base; m->mapped = capacity + guard; m->capacity = capacity; m->limit = maximum;
+	if (minimum > 0 && mprotect(base, minimum, PROT_READ | PROT_WRITE) != 0) {
+		wp_free(m);
+		return wasmtime_error_new("wasmpy: mprotect failed");
+	}
+	m->size = minimum;
+	ret->env = m;
+	ret->get_memory = wp_get;
+	ret->grow_memory = wp_grow;
+	ret->finalizer = wp_free;
+	return NULL;
+}
+
 static wasmtime_error_t *wp_new(void *env, const wasm_memorytype_t *ty, size_t minimum, size_t maximum,
 		size_t reserved, size_t guard, wasmtime_linear_memory_t *ret) {
+	if (wp_next.made != NULL) return wp_new_plain(minimum, maximum, reserved, guard, ret);
 	size_t capacity = reserved;
 	if (capacity < wp_next.limit) capacity = wp_next.limit;
 	if (capacity < minimum) capacity = minimum;
