@@ -91,8 +91,12 @@ func (f form) key() string {
 	case metered:
 		return "true"
 	}
-	return f.String() + " " + fuel.StopMemoryName
+	return f.String() + " " + checkedVersion + " " + fuel.StopMemoryName
 }
+
+// checkedVersion changes whenever the checked form's instrumentation does
+// (2: atomic loads of the flag).
+const checkedVersion = "2"
 
 // writeFileAtomic writes b to path so readers see the old file or the new
 // one, never a part.

@@ -86,9 +86,17 @@ static void wp_free(void *env) {
 // The first memory an instantiation creates is the guest's (memory 0),
 // limited and laid from the image; a later one is the checked form's stop
 // memory (wasmtime_stop.go): one page, its own maximum its limit.
+//
+// wasmtime asks for the stop memory what it asks for any: 4 GiB reserved,
+// which lets compiled code leave out bounds checks of computed addresses.
+// The only accesses to it are the checks' loads of the constant address 0,
+// in bounds of its one page, so it reserves that page and the guard only:
+// a live instance holds one 4 GiB reservation, not two. (A larger memory
+// gets what wasmtime asks for.)
 static wasmtime_error_t *wp_new_plain(size_t minimum, size_t maximum, size_t reserved, size_t guard,
 		wasmtime_linear_memory_t *ret) {
-	size_t capacity = reserved > minimum ? reserved : minimum;
+	size_t capacity = maximum > minimum ? maximum : minimum;
+	if (capacity > 65536 && reserved > capacity) capacity = reserved; // not the stop memory's shape
 	wpmem *m = calloc(1, sizeof(wpmem));
 	if (m == NULL) return wasmtime_error_new("wasmpy: out of host memory");
 	void *base = mmap(NULL, capacity + guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

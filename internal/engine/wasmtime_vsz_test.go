@@ -64,3 +64,27 @@ func TestWasmtimeAddressSpaceBounded(t *testing.T) {
 	require.Less(t, int64(vsz)-int64(vsz0), int64(reservation), "address space left behind by 30 runs")
 	require.Less(t, int64(rss)-int64(rss0), int64(64<<10), "RSS left behind by 30 runs (KiB)")
 }
+
+// An instance of the free kind has two memories, the guest's and the stop
+// flag's (wasmtime_stop.go), but reserves the 4 GiB once: the stop memory
+// holds its one page and the guard.
+func TestWasmtimeStopMemoryReservesItsPage(t *testing.T) {
+	e := testEngineOn(t, Wasmtime, true)
+	w := e.alt.(*wtEngine)
+	const reservation = (4<<30 + 32<<20) >> 10
+	before := vmKiB(t, "VmSize")
+	var ps []*wtParked
+	for range 4 {
+		p, err := w.blank(w.free, newRunState(nil), DefaultMemoryLimit, nil)
+		require.NoError(t, err)
+		require.NotNil(t, p.watch, "a free instance has its stop flag")
+		ps = append(ps, p)
+	}
+	grown := int64(vmKiB(t, "VmSize")) - int64(before)
+	for _, p := range ps {
+		p.cancel(errDiscarded)
+		p.in.close()
+	}
+	t.Logf("4 free instances: VmSize +%d MiB", grown>>10)
+	require.Less(t, grown, int64(4*reservation+4*(64<<10)), "more than one reservation per instance")
+}

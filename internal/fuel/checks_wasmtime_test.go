@@ -91,3 +91,26 @@ func TestChecksKeepTheModulesMemory(t *testing.T) {
 	require.Equal(t, int32(100000+42), got)
 	require.Zero(t, atomic.LoadUint32(flag), "the module's own stores did not reach the stop memory")
 }
+
+// A loop that stores nothing, after a check of its function's entry, still
+// sees the flag: the checks' loads are atomic, so a compiler may not reuse
+// the entry's load for the loop's (to the single-threaded program a plain
+// load would read the same value; today's Cranelift reloads it anyway, and
+// this guards against one that does not).
+func TestChecksReloadTheFlag(t *testing.T) {
+	wasm := module(section(secType, vec(funcType(nil, nil))),
+		section(secFunction, vec([]byte{0}, []byte{0})),
+		section(secExport, vec(cat(name("spin"), []byte{0x00, 0x01}))),
+		section(secCode, vec(body(nil, 0x0b), // nop
+			body(nil, 0x10, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b)))) // call nop; loop br 0 end
+	store, inst, flag := checkedInstance(t, wasm)
+	time.AfterFunc(50*time.Millisecond, func() { atomic.StoreUint32(flag, 1) })
+	done := make(chan error, 1)
+	go func() { _, err := inst.GetFunc(store, "spin").Call(store); done <- err }()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+	case <-time.After(time.Minute): // a bound for a hang, not a timing
+		t.Fatal("the loop never saw the flag")
+	}
+}

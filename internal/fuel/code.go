@@ -46,22 +46,23 @@ type opInfo struct {
 
 // Opcodes the rewriter itself looks at or emits.
 const (
-	opUnreachable = 0x00
-	opLoop        = 0x03
-	opIf          = 0x04
-	opEnd         = 0x0b
-	opCall        = 0x10
-	opDrop        = 0x1a
-	opLocalGet    = 0x20
-	opLocalTee    = 0x22
-	opGlobalGet   = 0x23
-	opGlobalSet   = 0x24
-	opI32Load     = 0x28
-	opI32Const    = 0x41
-	opI64Const    = 0x42
-	opI64LtS      = 0x53
-	opI64Sub      = 0x7d
-	blockTypeNone = 0x40 // the empty block type
+	opUnreachable   = 0x00
+	opLoop          = 0x03
+	opIf            = 0x04
+	opEnd           = 0x0b
+	opCall          = 0x10
+	opDrop          = 0x1a
+	opLocalGet      = 0x20
+	opLocalTee      = 0x22
+	opGlobalGet     = 0x23
+	opGlobalSet     = 0x24
+	opAtomicPrefix  = 0xfe
+	opI32AtomicLoad = 0x10 // after opAtomicPrefix
+	opI32Const      = 0x41
+	opI64Const      = 0x42
+	opI64LtS        = 0x53
+	opI64Sub        = 0x7d
+	blockTypeNone   = 0x40 // the empty block type
 )
 
 // Value types accepted in types, locals and block types: those of
@@ -313,12 +314,17 @@ func (c *codeRewriter) appendCharge(dst []byte, cost int64, tmp uint32) []byte {
 // appendStopCheck appends the check of the stop flag, the first word of
 // the stop memory:
 //
-//	i32.const 0  i32.load $stop align=2 offset=0  if  unreachable  end
+//	i32.const 0  i32.atomic.load $stop align=2 offset=0  if  unreachable  end
 //
-// The memory index goes in the memarg, flagged by bit 6 of its alignment
-// field (multi-memory's encoding), even when it is 0.
+// The load is atomic so that no compiler may take one check's load for
+// another's: to the single-threaded program, a plain load in a loop that
+// stores nothing reads what the check before the loop read, and an
+// optimizer may reuse that value (Cranelift today does not; on amd64 both
+// are the same instruction). The memory index goes in the memarg, flagged
+// by bit 6 of its alignment field (multi-memory's encoding), even when it
+// is 0.
 func (c *codeRewriter) appendStopCheck(dst []byte) []byte {
-	dst = append(dst, opI32Const, 0, opI32Load, 0x40|2)
+	dst = append(dst, opI32Const, 0, opAtomicPrefix, opI32AtomicLoad, 0x40|2)
 	dst = appendU32(dst, c.stopMemory)
 	return append(dst, 0x00, opIf, blockTypeNone, opUnreachable, opEnd)
 }
