@@ -91,37 +91,20 @@ static void wp_free(void *env) {
 // which lets compiled code leave out bounds checks of computed addresses.
 // The only accesses to it are the checks' loads of the constant address 0,
 // in bounds of its one page, so it reserves that page and the guard only:
-// a live instance holds one 4 GiB reservation, not two. (A larger memory
-// gets what wasmtime asks for.)
-static wasmtime_error_t *wp_new_plain(size_t minimum, size_t maximum, size_t reserved, size_t guard,
-		wasmtime_linear_memory_t *ret) {
-	size_t capacity = maximum > minimum ? maximum : minimum;
-	if (capacity > 65536 && reserved > capacity) capacity = reserved; // not the stop memory's shape
-	wpmem *m = calloc(1, sizeof(wpmem));
-	if (m == NULL) return wasmtime_error_new("wasmpy: out of host memory");
-	void *base = mmap(NULL, capacity + guard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (base == MAP_FAILED) {
-		free(m);
-		return wasmtime_error_new("wasmpy: cannot reserve the memory");
-	}
-	m->base = base; m->mapped = capacity + guard; m->capacity = capacity; m->limit = maximum;
-	if (minimum > 0 && mprotect(base, minimum, PROT_READ | PROT_WRITE) != 0) {
-		wp_free(m);
-		return wasmtime_error_new("wasmpy: mprotect failed");
-	}
-	m->size = minimum;
-	ret->env = m;
-	ret->get_memory = wp_get;
-	ret->grow_memory = wp_grow;
-	ret->finalizer = wp_free;
-	return NULL;
-}
-
+// a live instance holds one 4 GiB reservation, not two. (A larger second
+// memory gets what wasmtime asks for.)
 static wasmtime_error_t *wp_new(void *env, const wasm_memorytype_t *ty, size_t minimum, size_t maximum,
 		size_t reserved, size_t guard, wasmtime_linear_memory_t *ret) {
-	if (wp_next.made != NULL) return wp_new_plain(minimum, maximum, reserved, guard, ret);
-	size_t capacity = reserved;
-	if (capacity < wp_next.limit) capacity = wp_next.limit;
+	int guest = wp_next.made == NULL;
+	size_t capacity, limit;
+	if (guest) {
+		limit = wp_next.limit;
+		capacity = reserved > limit ? reserved : limit;
+	} else {
+		limit = maximum;
+		capacity = maximum;
+		if (capacity > 65536 && reserved > capacity) capacity = reserved;
+	}
 	if (capacity < minimum) capacity = minimum;
 	size_t total = capacity + guard;
 	wpmem *m = calloc(1, sizeof(wpmem));
@@ -131,8 +114,8 @@ static wasmtime_error_t *wp_new(void *env, const wasm_memorytype_t *ty, size_t m
 		free(m);
 		return wasmtime_error_new("wasmpy: cannot reserve the memory");
 	}
-	m->base = base; m->mapped = total; m->capacity = capacity; m->limit = wp_next.limit;
-	if (wp_next.fd >= 0 && wp_next.image > 0 && wp_next.image <= capacity &&
+	m->base = base; m->mapped = total; m->capacity = capacity; m->limit = limit;
+	if (guest && wp_next.fd >= 0 && wp_next.image > 0 && wp_next.image <= capacity &&
 			mmap(base, wp_next.image, PROT_NONE, MAP_PRIVATE | MAP_FIXED, wp_next.fd, wp_next.off) == MAP_FAILED) {
 		wp_free(m);
 		return wasmtime_error_new("wasmpy: cannot map the image");
@@ -151,7 +134,7 @@ static wasmtime_error_t *wp_new(void *env, const wasm_memorytype_t *ty, size_t m
 	ret->get_memory = wp_get;
 	ret->grow_memory = wp_grow;
 	ret->finalizer = wp_free;
-	wp_next.made = m;
+	if (guest) wp_next.made = m;
 	return NULL;
 }
 
