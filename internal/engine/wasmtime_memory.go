@@ -191,6 +191,15 @@ func (s memState) mapped(img *image) bool { return s.m != nil && img != nil && i
 
 func (s memState) refused() bool { return s.m != nil && s.m.refused != 0 }
 
+// size is how many bytes of the memory are accessible now; any goroutine
+// may ask (it only grows, until the store is deleted).
+func (s memState) size() uint64 {
+	if s.m == nil {
+		return 0
+	}
+	return uint64(C.wp_size(s.m))
+}
+
 // limit sets the most the memory may grow to, for an instance made ahead
 // of its run; false when it is past that already. Call it while the
 // instance waits in a host call.

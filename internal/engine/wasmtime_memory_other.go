@@ -18,6 +18,7 @@ func withMemory(_ uint64, _ *image, instantiate func() error) (memState, error) 
 
 func (memState) mapped(*image) bool { return false }
 func (memState) refused() bool      { return false }
+func (memState) size() uint64       { return 0 } // unknown: the image's size is what is surely inside
 func (memState) limit(uint64) bool  { return false }
 
 // maxWasmStack keeps wasmtime's default elsewhere.

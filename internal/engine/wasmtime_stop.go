@@ -61,6 +61,25 @@ type signalPlan struct {
 	// the word after a signal's flag (Handlers[sig].func) holds them: a
 	// signal with either is not raised, as PyErr_SetInterruptEx does not.
 	ignore, dfl uint32
+	// ignoreInt and dflInt are what those objects hold past their
+	// refcount: their type and their value (an int's tag and first digit).
+	// SIG_IGN is a function's table index, past the small ints in a large
+	// build, so each signal.signal(sig, SIG_IGN) stores an int object of
+	// its own: CPython compares handlers by value, and so does raise.
+	ignoreInt, dflInt intObject
+}
+
+// intObject is an int's type, tag and first digit (PyLongObject past
+// ob_refcnt, wasm32).
+type intObject [3]uint32
+
+// intObjectAt reads the intObject of the object at addr of a memory of
+// size bytes, reading each word with read; false if it is not inside.
+func intObjectAt(addr uint32, size uint64, read func(uint32) uint32) (intObject, bool) {
+	if addr%4 != 0 || uint64(addr)+16 > size {
+		return intObject{}, false
+	}
+	return intObject{read(addr + 4), read(addr + 8), read(addr + 12)}, true
 }
 
 // handlerOffset is where a signal's handler is from its flag: CPython's
@@ -108,14 +127,16 @@ type signalsFile struct {
 }
 
 type exportedSignal struct {
-	Shared  [][2]uint32         `json:"shared"`
-	Tripped map[int32][2]uint32 `json:"tripped"`
-	Ignore  uint32              `json:"ignore"`
-	Dfl     uint32              `json:"dfl"`
+	IgnoreInt intObject           `json:"ignore_int"`
+	DflInt    intObject           `json:"dfl_int"`
+	Shared    [][2]uint32         `json:"shared"`
+	Tripped   map[int32][2]uint32 `json:"tripped"`
+	Ignore    uint32              `json:"ignore"`
+	Dfl       uint32              `json:"dfl"`
 }
 
 func (p *signalPlan) export() exportedSignal {
-	x := exportedSignal{Tripped: map[int32][2]uint32{}, Ignore: p.ignore, Dfl: p.dfl}
+	x := exportedSignal{Tripped: map[int32][2]uint32{}, Ignore: p.ignore, Dfl: p.dfl, IgnoreInt: p.ignoreInt, DflInt: p.dflInt}
 	for _, w := range p.shared {
 		x.Shared = append(x.Shared, [2]uint32{w.addr, w.bits})
 	}
@@ -145,7 +166,10 @@ func readSignals(path string, img *image) (*signalPlan, error) {
 	inside := func(w [2]uint32) bool {
 		return w[1] != 0 && uint64(w[0])+handlerOffset+4 <= uint64(img.size) && w[0]%4 == 0
 	}
-	plan := &signalPlan{tripped: map[int32]signalWord{}, ignore: f.Plan.Ignore, dfl: f.Plan.Dfl}
+	if f.Plan.IgnoreInt[0] == 0 || f.Plan.DflInt[0] != f.Plan.IgnoreInt[0] || f.Plan.IgnoreInt == f.Plan.DflInt {
+		return nil, errors.New("no int objects for SIG_IGN and SIG_DFL")
+	}
+	plan := &signalPlan{tripped: map[int32]signalWord{}, ignore: f.Plan.Ignore, dfl: f.Plan.Dfl, ignoreInt: f.Plan.IgnoreInt, dflInt: f.Plan.DflInt}
 	for _, w := range f.Plan.Shared {
 		if !inside(w) {
 			return nil, errors.New("a word outside the image")
@@ -222,25 +246,32 @@ func (w *wtEngine) learnHandlers(k *wtKind, plan *signalPlan) error {
 	at := plan.tripped[sigint].addr + handlerOffset
 	word := func() uint32 { v, _ := p.in.memory().ReadUint32Le(at); return v }
 	image := word()
-	handler := func(name string) (uint32, error) {
+	handler := func(name string) (uint32, intObject, error) {
 		code := append([]byte("import signal\nsignal.signal(signal.SIGINT, signal."+name+")\n"), 0)
 		ptr, err := callIn(p.in.ctx, p.in, "malloc", uint64(len(code)))
 		if err != nil || ptr == 0 || !p.in.memory().Write(uint32(ptr), code) {
-			return 0, fmt.Errorf("no guest memory for the code (%v)", err)
+			return 0, intObject{}, fmt.Errorf("no guest memory for the code (%v)", err)
 		}
 		if ret, err := callIn(p.in.ctx, p.in, "PyRun_SimpleString", ptr); err != nil || ret != 0 {
-			return 0, fmt.Errorf("signal.signal(SIGINT, %s) failed (%d, %v)", name, int32(ret), err)
+			return 0, intObject{}, fmt.Errorf("signal.signal(SIGINT, %s) failed (%d, %v)", name, int32(ret), err)
 		}
-		return word(), nil
+		h := word()
+		mem := p.in.memory()
+		obj, ok := intObjectAt(h, uint64(mem.Size()), func(a uint32) uint32 { v, _ := mem.ReadUint32Le(a); return v })
+		if !ok {
+			return 0, intObject{}, fmt.Errorf("signal.signal(SIGINT, %s) stored %#x, not an object", name, h)
+		}
+		return h, obj, nil
 	}
-	if plan.ignore, err = handler("SIG_IGN"); err != nil {
+	if plan.ignore, plan.ignoreInt, err = handler("SIG_IGN"); err != nil {
 		return err
 	}
-	if plan.dfl, err = handler("SIG_DFL"); err != nil {
+	if plan.dfl, plan.dflInt, err = handler("SIG_DFL"); err != nil {
 		return err
 	}
-	if image == 0 || plan.ignore == image || plan.dfl == image || plan.ignore == plan.dfl {
-		return fmt.Errorf("SIGINT's handler word at %#x held %#x, then %#x (SIG_IGN), %#x (SIG_DFL)", at, image, plan.ignore, plan.dfl)
+	if image == 0 || plan.ignore == image || plan.dfl == image || plan.ignore == plan.dfl ||
+		plan.ignoreInt[0] == 0 || plan.ignoreInt[0] != plan.dflInt[0] || plan.ignoreInt == plan.dflInt {
+		return fmt.Errorf("SIGINT's handler word at %#x held %#x, then %#x (SIG_IGN, %v), %#x (SIG_DFL, %v)", at, image, plan.ignore, plan.ignoreInt, plan.dfl, plan.dflInt)
 	}
 	return nil
 }
@@ -278,6 +309,7 @@ type stopWatch struct {
 	mu      sync.Mutex
 	flag    *uint32        // the stop memory's first word
 	mem     unsafe.Pointer // the guest's memory (it never moves: reserved whole)
+	size    func() uint64  // how much of it is accessible now (it only grows)
 	plan    *signalPlan
 	raised  map[int32]bool // signals raised whose flag the guest may not have taken yet
 	stopped atomic.Bool    // the flag was set
@@ -297,6 +329,8 @@ func (w *wtEngine) watchStop(in *wtInstance, st *runState) (*stopWatch, error) {
 		return nil, errors.New("wasmpy: an instance's memory is smaller than its image")
 	}
 	sw := &stopWatch{flag: (*uint32)(unsafe.Pointer(&flag[0])), mem: unsafe.Pointer(&data[0]), plan: w.plan, raised: map[int32]bool{}}
+	imageSize, ms := uint64(w.img.size), in.ms
+	sw.size = func() uint64 { return max(imageSize, ms.size()) }
 	in.stop = sw
 	in.beforeDelete = append(in.beforeDelete, sw.release)
 	st.intr.poke = func() {
@@ -328,7 +362,7 @@ func (sw *stopWatch) raise(sig int32) {
 	if !ok {
 		return
 	}
-	if h := atomic.LoadUint32(sw.word(t.addr + handlerOffset)); h == sw.plan.ignore || h == sw.plan.dfl {
+	if sw.ignored(atomic.LoadUint32(sw.word(t.addr + handlerOffset))) {
 		return // the guest ignores it, or left it to the default (which WASI never delivers)
 	}
 	sw.or(t)
@@ -359,6 +393,20 @@ func (sw *stopWatch) again() {
 			sw.or(x)
 		}
 	}
+}
+
+// ignored reports whether h, a signal's handler, is SIG_IGN or SIG_DFL:
+// one of their objects, or an int of the same value. The guest may be
+// changing the handler meanwhile; reading a word of its memory is safe
+// wherever it is inside, and the worst a torn read does is what a signal
+// raised a moment earlier or later would have done.
+func (sw *stopWatch) ignored(h uint32) bool {
+	p := sw.plan
+	if h == p.ignore || h == p.dfl {
+		return true
+	}
+	obj, ok := intObjectAt(h, sw.size(), func(a uint32) uint32 { return atomic.LoadUint32(sw.word(a)) })
+	return ok && (obj == p.ignoreInt || obj == p.dflInt)
 }
 
 func (sw *stopWatch) word(addr uint32) *uint32 { return (*uint32)(unsafe.Add(sw.mem, uintptr(addr))) }

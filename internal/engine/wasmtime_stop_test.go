@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -83,6 +84,7 @@ func TestSignalPlanCached(t *testing.T) {
 		edited(func(f *signalsFile) { f.Plan.Shared[0][0] = uint32(w.img.size) }),
 		edited(func(f *signalsFile) { f.Plan.Tripped[sigflush] = [2]uint32{3, 1} }),
 		edited(func(f *signalsFile) { delete(f.Plan.Tripped, sigint); f.Plan.Tripped[11] = [2]uint32{8, 1} }),
+		edited(func(f *signalsFile) { f.Plan.IgnoreInt = intObject{} }), // kept before the ints were learnt
 	} {
 		require.NoError(t, os.WriteFile(bad, []byte(body), 0o644))
 		_, err := readSignals(bad, w.img)
@@ -95,4 +97,23 @@ func mustRead(t *testing.T, path string) string {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// A handler is SIG_IGN when it is an int of SIG_IGN's value, whichever
+// object: in sci, SIG_IGN (a function's table index) is past the small
+// ints, and each signal.signal(sig, SIG_IGN) stores an int of its own.
+func TestIgnoredHandlerByValue(t *testing.T) {
+	mem := make([]uint32, 64)
+	put := func(at uint32, obj intObject) { copy(mem[at/4+1:], obj[:]) }
+	ign, dfl := intObject{0x5000, 8, 15171}, intObject{0x5000, 1, 0}
+	put(16, ign)
+	put(64, dfl)
+	put(128, ign)                         // another int of SIG_IGN's value
+	put(192, intObject{0x5000, 8, 15172}) // not SIG_IGN
+	put(224, intObject{0x6000, 8, 15171}) // not an int
+	sw := &stopWatch{mem: unsafe.Pointer(&mem[0]), size: func() uint64 { return 256 },
+		plan: &signalPlan{ignore: 16, dfl: 64, ignoreInt: ign, dflInt: dfl}}
+	for h, want := range map[uint32]bool{16: true, 64: true, 128: true, 192: false, 224: false, 250: false, 1 << 31: false, 130: false} {
+		require.Equal(t, want, sw.ignored(h), "handler at %d", h)
+	}
 }
