@@ -585,6 +585,9 @@ func (w *wtEngine) launch(p *wtParked, budget int64) {
 		defer in.close()
 		var r uint64
 		r, p.err = callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
+		if p.watch != nil {
+			p.watch.quiesce()
+		}
 		p.ret = int32(r)
 		st.meter.stop()
 		data := in.mem.UnsafeData(in.store)

@@ -413,6 +413,35 @@ func (sw *stopWatch) word(addr uint32) *uint32 { return (*uint32)(unsafe.Add(sw.
 
 func (sw *stopWatch) or(x signalWord) { atomic.OrUint32(sw.word(x.addr), x.bits) }
 
+// quiesce ends the raising once the guest's call has returned, before
+// anything reads its memory (a session's state): it takes back the flags
+// of the signals raised that the guest did not take, so that a Ctrl-C or
+// a flush that came as the run ended does not wait in the state for the
+// next turn. (WASI delivers no signal of its own, and a guest's
+// signal.raise_signal is handled before it returns: what is pending is
+// the host's.) The watch writes nothing after.
+func (sw *stopWatch) quiesce() {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	if sw.mem == nil {
+		return
+	}
+	taken := false
+	for sig := range sw.raised {
+		t := sw.plan.tripped[sig]
+		if atomic.LoadUint32(sw.word(t.addr))&t.bits != 0 {
+			atomic.AndUint32(sw.word(t.addr), ^t.bits)
+			taken = true
+		}
+	}
+	if taken {
+		for _, x := range sw.plan.shared {
+			atomic.AndUint32(sw.word(x.addr), ^x.bits)
+		}
+	}
+	sw.mem = nil
+}
+
 // release makes the watch do nothing from now on: the memories are about
 // to go.
 func (sw *stopWatch) release() {

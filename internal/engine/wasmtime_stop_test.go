@@ -117,3 +117,28 @@ func TestIgnoredHandlerByValue(t *testing.T) {
 		require.Equal(t, want, sw.ignored(h), "handler at %d", h)
 	}
 }
+
+// Once the guest's call has returned, the signals it did not take are
+// taken back (a session's state keeps no Ctrl-C for its next turn), those
+// it took are left as the guest left them, and nothing is raised after.
+func TestQuiesceTakesBackPendingSignals(t *testing.T) {
+	mem := make([]uint32, 16)
+	plan := &signalPlan{shared: []signalWord{{0, 1}, {4, 2}}, tripped: map[int32]signalWord{sigint: {8, 1}, sigflush: {12, 1}},
+		ignoreInt: intObject{1, 2, 3}, dflInt: intObject{1, 1, 0}}
+	mem[1] = 0x100          // another bit of the eval breaker, the guest's
+	mem[3], mem[4] = 40, 44 // the handlers: words of no int
+	sw := &stopWatch{mem: unsafe.Pointer(&mem[0]), size: func() uint64 { return 64 }, plan: plan, raised: map[int32]bool{}}
+	sw.raise(sigint)
+	require.Equal(t, []uint32{1, 0x102, 1}, mem[:3])
+	sw.quiesce()
+	require.Equal(t, []uint32{0, 0x100, 0}, mem[:3], "taken back, the guest's bit kept")
+	sw.raise(sigflush)
+	require.Zero(t, mem[3]&^40, "nothing raised once quiesced")
+
+	mem[0], mem[1], mem[2] = 0, 0x100, 0
+	sw = &stopWatch{mem: unsafe.Pointer(&mem[0]), size: func() uint64 { return 64 }, plan: plan, raised: map[int32]bool{}}
+	sw.raise(sigint)
+	mem[2], mem[0] = 0, 0 // the guest took it (its handler runs)
+	sw.quiesce()
+	require.Equal(t, []uint32{0, 0x102, 0}, mem[:3], "left as the guest left it")
+}
