@@ -7,7 +7,8 @@
 # make test  runs every test against the real interpreter on wazero, then a
 #            30s soak and the cluster test (about a minute); where cgo works
 #            (bin/wasmpy then has wasmtime, the CLI's default), the engine
-#            tests on both engines (and the fuel package's stop checks), the CLI's and the root tests on wasmtime,
+#            tests on both engines (and the fuel package's stop checks), the CLI's and the
+#            root tests on wasmtime,
 #            the service's session tests (runs, service) on it, and the soak again on it
 # make release  packs the built interpreters into dist/, one reproducible
 #            archive per variant, checked against interpreter.lock (what
@@ -110,7 +111,8 @@ test: all packages setup
 	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 ifeq ($(WASMTIME),1)
 	$(GO) vet -tags wasmtime ./internal/engine ./internal/fuel ./cmd/wasmpy .
-	WASMPY_STRICT=1 $(GO) test -count=1 -race -timeout 40m -tags wasmtime ./internal/engine ./internal/fuel ./cmd/wasmpy
+	WASMPY_STRICT=1 $(GO) test -count=1 -race -timeout 40m -tags wasmtime ./internal/engine ./cmd/wasmpy
+	WASMPY_STRICT=1 $(GO) test -count=1 -race -tags wasmtime -run Checks ./internal/fuel
 	WASMPY_STRICT=1 WASMPY_ENGINE=wasmtime $(GO) test -count=1 -race -timeout 40m -tags wasmtime .
 	WASMPY_STRICT=1 WASMPY_ENGINE=wasmtime $(GO) test -count=1 -race -timeout 40m -tags wasmtime -run 'Session|Engine' ./cmd/wasmpy ./runs ./service
 else
