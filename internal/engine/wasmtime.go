@@ -497,7 +497,6 @@ type wtParked struct {
 	mem     *memory
 	cancel  context.CancelCauseFunc
 	kind    *wtKind
-	watch   *stopWatch    // its stop flag and signals, for the free kind
 	started bool          // its runner is started
 	fail    error         // why it cannot run (a state past the run's memory limit)
 	done    chan struct{} // closed when its runner's call has returned
@@ -563,7 +562,7 @@ func (w *wtEngine) blank(k *wtKind, st *runState, limit uint64, from *State) (*w
 	mem.peak.Store(size)
 	p := &wtParked{in: in, st: st, mem: mem, cancel: cancel, kind: k, done: make(chan struct{})}
 	if k.flushes != nil {
-		if p.watch, err = w.watchStop(in, st); err != nil {
+		if err = w.watchStop(in, st); err != nil {
 			return fail(err)
 		}
 	}
@@ -585,8 +584,8 @@ func (w *wtEngine) launch(p *wtParked, budget int64) {
 		defer in.close()
 		var r uint64
 		r, p.err = callIn(in.ctx, in, "PyRun_SimpleString", uint64(w.img.runCode))
-		if p.watch != nil {
-			p.watch.quiesce()
+		if in.stop != nil {
+			in.stop.quiesce()
 		}
 		p.ret = int32(r)
 		st.meter.stop()
@@ -745,8 +744,8 @@ func (w *wtEngine) run(ctx context.Context, st *runState, limit uint64, budget i
 		var once sync.Once
 		ar.release = func() { once.Do(func() { close(p.hold) }) }
 	}
-	if p.watch != nil {
-		stopWatch := p.kind.flushes.watch(ctx, p.watch)
+	if p.in.stop != nil {
+		stopWatch := p.kind.flushes.watch(ctx, p.in.stop)
 		go func() { <-p.done; stopWatch() }()
 	}
 	defer context.AfterFunc(ctx, func() { p.cancel(context.Cause(ctx)) })()

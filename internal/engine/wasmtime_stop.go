@@ -315,18 +315,18 @@ type stopWatch struct {
 	stopped atomic.Bool    // the flag was set
 }
 
-// watchStop arms in, an instance of the checked kind, for st's run: its
-// interrupts are raised in its memory at once. Call it before the
-// instance runs.
-func (w *wtEngine) watchStop(in *wtInstance, st *runState) (*stopWatch, error) {
+// watchStop arms in, an instance of the checked kind, for st's run (its
+// stopWatch is in.stop): its interrupts are raised in its memory at once.
+// Call it before the instance runs.
+func (w *wtEngine) watchStop(in *wtInstance, st *runState) error {
 	ex := in.inst.GetExport(in.store, fuel.StopMemoryName)
 	if ex == nil || ex.Memory() == nil {
-		return nil, errors.New("wasmpy: the checked interpreter exports no stop memory")
+		return errors.New("wasmpy: the checked interpreter exports no stop memory")
 	}
 	flag := ex.Memory().UnsafeData(in.store)
 	data := in.mem.UnsafeData(in.store)
 	if len(flag) < 4 || len(data) < w.img.size {
-		return nil, errors.New("wasmpy: an instance's memory is smaller than its image")
+		return errors.New("wasmpy: an instance's memory is smaller than its image")
 	}
 	sw := &stopWatch{flag: (*uint32)(unsafe.Pointer(&flag[0])), mem: unsafe.Pointer(&data[0]), plan: w.plan, raised: map[int32]bool{}}
 	imageSize, ms := uint64(w.img.size), in.ms
@@ -338,7 +338,7 @@ func (w *wtEngine) watchStop(in *wtInstance, st *runState) (*stopWatch, error) {
 			sw.raise(sigint)
 		}
 	}
-	return sw, nil
+	return nil
 }
 
 // halt sets the stop flag: the guest traps at its next check.

@@ -77,7 +77,7 @@ func TestWasmtimeStopMemoryReservesItsPage(t *testing.T) {
 	for range 4 {
 		p, err := w.blank(w.free, newRunState(nil), DefaultMemoryLimit, nil)
 		require.NoError(t, err)
-		require.NotNil(t, p.watch, "a free instance has its stop flag")
+		require.NotNil(t, p.in.stop, "a free instance has its stop flag")
 		ps = append(ps, p)
 	}
 	grown := int64(vmKiB(t, "VmSize")) - int64(before)
